@@ -1,0 +1,1 @@
+//! The wire protocol between `fwdctl` and the `fwd` daemon (serde types only).
