@@ -144,9 +144,12 @@ fn main() {
     for v in VARS {
         builder = builder.allowlist_var(v);
     }
-    let bindings = builder
-        .generate()
-        .unwrap_or_else(|e| panic!("dpdk-sys: bindgen failed on the DPDK {} headers: {e}", dpdk.version));
+    let bindings = builder.generate().unwrap_or_else(|e| {
+        panic!(
+            "dpdk-sys: bindgen failed on the DPDK {} headers: {e}",
+            dpdk.version
+        )
+    });
     bindings
         .write_to_file(out.join("bindings.rs"))
         .expect("write bindings.rs");

@@ -92,7 +92,11 @@ pub fn libclang() -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("LIBCLANG_PATH") {
         return Ok(PathBuf::from(p));
     }
-    let roots = ["/usr/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"];
+    let roots = [
+        "/usr/lib",
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+    ];
     for root in roots {
         let Ok(entries) = std::fs::read_dir(root) else {
             continue;
@@ -117,7 +121,9 @@ pub fn libclang() -> Result<PathBuf, String> {
             }
         }
     }
-    Err(format!("libclang (needed by bindgen) was not found; {SETUP_HINT}"))
+    Err(format!(
+        "libclang (needed by bindgen) was not found; {SETUP_HINT}"
+    ))
 }
 
 #[cfg(test)]

@@ -6,7 +6,12 @@
 //! names; thread-local and macro-only values through the `fwd_*` shim.
 //! All use is `unsafe`; the safe layer lives in `fwd::dpdk`.
 
-#![allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
+#![allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code
+)]
 #![allow(clippy::all, clippy::undocumented_unsafe_blocks)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

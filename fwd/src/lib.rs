@@ -1,2 +1,13 @@
 //! The forwarding appliance's data path and control plane.
+//!
+//! Layout follows the packet: [`pkt`] (parse, rewrite, checksums), [`route`]
+//! (RIB, FIB, next hops), [`worker`] (the poll loop that strings the stages
+//! together), [`tables`] (the published root of every table), [`qsbr`]
+//! (versions, quiescence, reclamation), [`control`] (the control lcore, the
+//! single writer), [`dpdk`] (safe wrappers; with `qsbr` the only `unsafe`).
 #![deny(unsafe_code)]
+
+pub mod config;
+pub mod dpdk;
+pub mod pkt;
+pub mod stats;

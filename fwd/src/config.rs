@@ -1,0 +1,718 @@
+//! The daemon's YAML configuration.
+//!
+//! One file describes the EAL, the mempool, the ports and their queues, which
+//! worker lcore polls which (port, queue), interface addresses, static routes
+//! and static neighbours. Unknown fields are rejected; every error names the
+//! field (`ports[1].rx_queues: ...`). Parsing and validation do not touch
+//! DPDK, so a config can be checked with `fwd --check CONFIG`.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// A configuration error: where it is and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {msg}")]
+    Syntax { path: String, msg: String },
+    #[error("{field}: {msg}")]
+    Invalid { field: String, msg: String },
+}
+
+fn invalid(field: impl Into<String>, msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        msg: msg.into(),
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub eal: EalConfig,
+    #[serde(default)]
+    pub mempool: MempoolConfig,
+    pub ports: Vec<PortConfig>,
+    pub workers: Vec<WorkerConfig>,
+    #[serde(default)]
+    pub control: ControlConfig,
+    #[serde(default)]
+    pub datapath: DatapathConfig,
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+    #[serde(default)]
+    pub neighbours: Vec<NeighbourConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EalConfig {
+    /// The EAL main lcore (runs the management side, polls nothing).
+    pub main_lcore: u32,
+    /// CPU the main lcore runs on (default: same number as the lcore).
+    pub main_cpu: Option<usize>,
+    /// Use hugepages (`--in-memory`); otherwise `--no-huge -m memory_mb`.
+    pub hugepages: bool,
+    /// Memory for the EAL in MiB (both modes).
+    pub memory_mb: u32,
+    /// `--file-prefix`; default `fwd-<pid>` so several instances coexist.
+    pub file_prefix: Option<String>,
+    /// Extra EAL arguments appended verbatim (e.g. `--log-level=lib.eal:debug`).
+    pub extra_args: Vec<String>,
+}
+
+impl Default for EalConfig {
+    fn default() -> Self {
+        EalConfig {
+            main_lcore: 0,
+            main_cpu: None,
+            hugepages: false,
+            memory_mb: 512,
+            file_prefix: None,
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MempoolConfig {
+    /// Mbufs in the pool (a power of two minus one is most efficient).
+    pub mbufs: u32,
+    /// Per-lcore cache.
+    pub cache: u32,
+    /// Buffer size including headroom.
+    pub data_room: u16,
+}
+
+impl Default for MempoolConfig {
+    fn default() -> Self {
+        MempoolConfig {
+            mbufs: 16383,
+            cache: 256,
+            data_room: 2176,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortConfig {
+    /// Operator-facing name used everywhere else (routes, neighbours, fwdctl).
+    pub name: String,
+    /// A DPDK vdev with its devargs (`net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap`,
+    /// `net_tap0,iface=dtap0`, `net_null0`) or a PCI address (`0000:03:00.0`).
+    pub device: String,
+    #[serde(default = "one")]
+    pub rx_queues: u16,
+    #[serde(default = "default_desc")]
+    pub rx_desc: u16,
+    #[serde(default = "default_desc")]
+    pub tx_desc: u16,
+    #[serde(default)]
+    pub mtu: Option<u16>,
+    #[serde(default = "yes")]
+    pub promiscuous: bool,
+    /// Interface addresses in CIDR form (`10.0.1.1/24`, `fd00:1::1/64`).
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    #[serde(default)]
+    pub rx_offloads: Vec<String>,
+    #[serde(default)]
+    pub tx_offloads: Vec<String>,
+}
+
+fn one() -> u16 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn default_desc() -> u16 {
+    1024
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// The EAL lcore id of this worker.
+    pub lcore: u32,
+    /// CPU it is pinned to (default: same number as the lcore).
+    #[serde(default)]
+    pub cpu: Option<usize>,
+    /// The (port, queue) pairs it polls; each RX queue has exactly one poller.
+    pub rx: Vec<QueueRef>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueRef {
+    pub port: String,
+    #[serde(default)]
+    pub queue: u16,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControlConfig {
+    /// CPU of the control lcore (a thread that polls no queue).
+    pub cpu: Option<usize>,
+    /// The fwdctl socket.
+    pub socket: PathBuf,
+    /// Socket file mode (octal in YAML as a string, e.g. "0660").
+    pub socket_mode: String,
+    /// Group owning the socket (name); members may use fwdctl.
+    pub socket_group: Option<String>,
+    /// Most concurrent fwdctl clients.
+    pub max_clients: usize,
+    /// Largest request line in bytes.
+    pub max_request_bytes: usize,
+    /// Bound on memory waiting for reclamation (bytes).
+    pub max_pending_bytes: usize,
+    /// A worker that has not reported quiescence for this long is flagged.
+    pub stall_ms: u64,
+}
+
+impl Default for ControlConfig {
+    fn default() -> Self {
+        ControlConfig {
+            cpu: None,
+            socket: PathBuf::from("/run/fwd/fwd.sock"),
+            socket_mode: "0660".into(),
+            socket_group: None,
+            max_clients: 16,
+            max_request_bytes: 1 << 20,
+            max_pending_bytes: 512 << 20,
+            stall_ms: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatapathConfig {
+    /// TX buffers are flushed at least this often (microseconds).
+    pub drain_us: u64,
+}
+
+impl Default for DatapathConfig {
+    fn default() -> Self {
+        DatapathConfig { drain_us: 100 }
+    }
+}
+
+/// What a static route does with matching packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteKind {
+    /// Forward via `via` (gateway) out of `dev`, or to directly attached
+    /// hosts on `dev` when `via` is absent.
+    #[default]
+    Forward,
+    Blackhole,
+    Reject,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub prefix: String,
+    #[serde(default)]
+    pub via: Option<IpAddr>,
+    #[serde(default)]
+    pub dev: Option<String>,
+    #[serde(default)]
+    pub kind: RouteKind,
+    #[serde(default)]
+    pub table: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeighbourConfig {
+    pub ip: IpAddr,
+    pub mac: String,
+    pub port: String,
+}
+
+/// An IP prefix parsed from CIDR text, host bits required to be zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cidr {
+    pub addr: IpAddr,
+    pub len: u8,
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// Parses `a.b.c.d/len` or `x::y/len`. With `host_ok`, host bits may be set
+/// (an interface address); otherwise they must be zero (a route prefix).
+pub fn parse_cidr(s: &str, host_ok: bool) -> Result<Cidr, String> {
+    let (a, l) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?} is not in address/length form"))?;
+    let addr: IpAddr = a
+        .parse()
+        .map_err(|_| format!("{a:?} is not an IP address"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len: u8 = l
+        .parse()
+        .ok()
+        .filter(|&n| n <= max)
+        .ok_or_else(|| format!("prefix length {l:?} is not 0..={max}"))?;
+    if !host_ok {
+        let host_bits_set = match addr {
+            IpAddr::V4(v) => {
+                let x = u32::from(v);
+                len < 32 && x & (u32::MAX >> len) != 0
+            }
+            IpAddr::V6(v) => {
+                let x = u128::from(v);
+                len < 128 && x & (u128::MAX >> len) != 0
+            }
+        };
+        if host_bits_set {
+            return Err(format!("{s:?} has host bits set beyond /{len}"));
+        }
+    }
+    Ok(Cidr { addr, len })
+}
+
+/// Parses `02:00:00:00:00:01`.
+pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split([':', '-']).collect();
+    if parts.len() != 6 {
+        return Err(format!("{s:?} is not a MAC address (six hex bytes)"));
+    }
+    let mut mac = [0u8; 6];
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16)
+            .ok()
+            .filter(|_| p.len() == 2)
+            .ok_or_else(|| format!("{s:?} is not a MAC address (bad byte {p:?})"))?;
+    }
+    Ok(mac)
+}
+
+/// How a port's device is attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attach {
+    /// `--vdev DEVARGS`
+    Vdev,
+    /// `-a PCI` (PCI probing enabled)
+    Pci,
+}
+
+impl PortConfig {
+    /// The ethdev name DPDK gives the device.
+    pub fn dev_name(&self) -> &str {
+        self.device.split(',').next().unwrap_or("")
+    }
+
+    pub fn attach(&self) -> Attach {
+        if is_pci_address(self.dev_name()) {
+            Attach::Pci
+        } else {
+            Attach::Vdev
+        }
+    }
+}
+
+/// `0000:03:00.0` or `03:00.0`.
+pub fn is_pci_address(s: &str) -> bool {
+    let hex = |p: &str, n: usize| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit());
+    let (head, func) = match s.rsplit_once('.') {
+        Some(x) => x,
+        None => return false,
+    };
+    if !(func.len() == 1 && func.chars().all(|c| c.is_ascii_digit())) {
+        return false;
+    }
+    let parts: Vec<&str> = head.split(':').collect();
+    match parts.as_slice() {
+        [d, b, s] => hex(d, 4) && hex(b, 2) && hex(s, 2),
+        [b, s] => hex(b, 2) && hex(s, 2),
+        _ => false,
+    }
+}
+
+impl Config {
+    /// Reads, parses and validates a config file.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file position or the field.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates YAML text; `origin` names it in errors.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the position or the field.
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_yaml::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: origin.to_string(),
+            msg: e.to_string(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Index of the port named `name`.
+    pub fn port_index(&self, name: &str) -> Option<usize> {
+        self.ports.iter().position(|p| p.name == name)
+    }
+
+    /// Checks everything that can be checked without DPDK.
+    ///
+    /// # Errors
+    /// The first problem found, naming its field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.ports.is_empty() {
+            return Err(invalid("ports", "at least one port is required"));
+        }
+        if self.ports.len() > 64 {
+            return Err(invalid("ports", "at most 64 ports are supported"));
+        }
+        if self.workers.is_empty() {
+            return Err(invalid("workers", "at least one worker lcore is required"));
+        }
+        if self.eal.memory_mb < 64 {
+            return Err(invalid("eal.memory_mb", "must be at least 64"));
+        }
+        if self.mempool.mbufs < 1024 {
+            return Err(invalid("mempool.mbufs", "must be at least 1024"));
+        }
+        if self.mempool.cache > 512 || self.mempool.cache > self.mempool.mbufs / 4 {
+            return Err(invalid(
+                "mempool.cache",
+                "must be at most 512 and at most a quarter of mempool.mbufs",
+            ));
+        }
+        if self.mempool.data_room < 256 + 128 {
+            return Err(invalid("mempool.data_room", "must be at least 384 bytes"));
+        }
+        let mut names = HashSet::new();
+        let mut devs = HashSet::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            let f = |k: &str| format!("ports[{i}].{k}");
+            if p.name.is_empty() || p.name.contains(char::is_whitespace) {
+                return Err(invalid(f("name"), "must be a non-empty word"));
+            }
+            if !names.insert(p.name.as_str()) {
+                return Err(invalid(
+                    f("name"),
+                    format!("duplicate port name {:?}", p.name),
+                ));
+            }
+            if p.dev_name().is_empty() {
+                return Err(invalid(f("device"), "empty device"));
+            }
+            if !devs.insert(p.dev_name()) {
+                return Err(invalid(
+                    f("device"),
+                    format!("device {:?} used twice", p.dev_name()),
+                ));
+            }
+            if p.rx_queues == 0 || p.rx_queues > 64 {
+                return Err(invalid(f("rx_queues"), "must be 1..=64"));
+            }
+            for (k, v) in [("rx_desc", p.rx_desc), ("tx_desc", p.tx_desc)] {
+                if !(64..=16384).contains(&v) || !v.is_power_of_two() {
+                    return Err(invalid(f(k), "must be a power of two in 64..=16384"));
+                }
+            }
+            if let Some(m) = p.mtu {
+                if !(68..=9600).contains(&m) {
+                    return Err(invalid(f("mtu"), "must be 68..=9600"));
+                }
+            }
+            for (j, a) in p.addresses.iter().enumerate() {
+                parse_cidr(a, true)
+                    .map_err(|e| invalid(format!("ports[{i}].addresses[{j}]"), e))?;
+            }
+        }
+        let mut polled: HashMap<(usize, u16), usize> = HashMap::new();
+        let mut lcores = HashSet::new();
+        for (w, wk) in self.workers.iter().enumerate() {
+            if wk.lcore == self.eal.main_lcore {
+                return Err(invalid(
+                    format!("workers[{w}].lcore"),
+                    format!(
+                        "lcore {} is eal.main_lcore; workers need their own lcores",
+                        wk.lcore
+                    ),
+                ));
+            }
+            if wk.lcore >= 128 {
+                return Err(invalid(format!("workers[{w}].lcore"), "must be below 128"));
+            }
+            if !lcores.insert(wk.lcore) {
+                return Err(invalid(
+                    format!("workers[{w}].lcore"),
+                    format!("lcore {} is given to two workers", wk.lcore),
+                ));
+            }
+            if wk.rx.is_empty() {
+                return Err(invalid(
+                    format!("workers[{w}].rx"),
+                    "a worker must poll at least one queue",
+                ));
+            }
+            for (j, q) in wk.rx.iter().enumerate() {
+                let f = format!("workers[{w}].rx[{j}]");
+                let pi = self.port_index(&q.port).ok_or_else(|| {
+                    invalid(format!("{f}.port"), format!("no port named {:?}", q.port))
+                })?;
+                if q.queue >= self.ports[pi].rx_queues {
+                    return Err(invalid(
+                        format!("{f}.queue"),
+                        format!(
+                            "port {:?} has {} rx queue(s)",
+                            q.port, self.ports[pi].rx_queues
+                        ),
+                    ));
+                }
+                if let Some(other) = polled.insert((pi, q.queue), w) {
+                    return Err(invalid(
+                        f,
+                        format!(
+                            "queue {} of port {:?} is already polled by workers[{other}]",
+                            q.queue, q.port
+                        ),
+                    ));
+                }
+            }
+        }
+        for (pi, p) in self.ports.iter().enumerate() {
+            for q in 0..p.rx_queues {
+                if !polled.contains_key(&(pi, q)) {
+                    return Err(invalid(
+                        "workers",
+                        format!("rx queue {q} of port {:?} is polled by no worker", p.name),
+                    ));
+                }
+            }
+        }
+        u32::from_str_radix(self.control.socket_mode.trim_start_matches("0o"), 8)
+            .ok()
+            .filter(|m| *m <= 0o777)
+            .ok_or_else(|| {
+                invalid(
+                    "control.socket_mode",
+                    "must be an octal mode such as \"0660\"",
+                )
+            })?;
+        if self.control.max_clients == 0 {
+            return Err(invalid("control.max_clients", "must be at least 1"));
+        }
+        if self.datapath.drain_us == 0 || self.datapath.drain_us > 100_000 {
+            return Err(invalid("datapath.drain_us", "must be 1..=100000"));
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            let f = |k: &str| format!("routes[{i}].{k}");
+            let c = parse_cidr(&r.prefix, false).map_err(|e| invalid(f("prefix"), e))?;
+            if let Some(d) = &r.dev {
+                if self.port_index(d).is_none() {
+                    return Err(invalid(f("dev"), format!("no port named {d:?}")));
+                }
+            }
+            if let Some(v) = r.via {
+                if v.is_ipv4() != c.addr.is_ipv4() {
+                    return Err(invalid(
+                        f("via"),
+                        "gateway and prefix are of different IP families",
+                    ));
+                }
+            }
+            match r.kind {
+                RouteKind::Forward if r.dev.is_none() => {
+                    return Err(invalid(
+                        f("dev"),
+                        "a forwarding route needs an output port (dev)",
+                    ));
+                }
+                RouteKind::Blackhole | RouteKind::Reject if r.via.is_some() || r.dev.is_some() => {
+                    return Err(invalid(
+                        f("kind"),
+                        "blackhole/reject routes take no via/dev",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for (i, n) in self.neighbours.iter().enumerate() {
+            parse_mac(&n.mac).map_err(|e| invalid(format!("neighbours[{i}].mac"), e))?;
+            if self.port_index(&n.port).is_none() {
+                return Err(invalid(
+                    format!("neighbours[{i}].port"),
+                    format!("no port named {:?}", n.port),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The EAL argument vector this config asks for (program name first).
+    pub fn eal_args(&self, prog: &str, default_prefix: &str) -> Vec<String> {
+        let mut a = vec![prog.to_string()];
+        let cpu_of = |lcore: u32, cpu: Option<usize>| cpu.unwrap_or(lcore as usize);
+        let mut lc = vec![format!(
+            "{}@{}",
+            self.eal.main_lcore,
+            cpu_of(self.eal.main_lcore, self.eal.main_cpu)
+        )];
+        for w in &self.workers {
+            lc.push(format!("{}@{}", w.lcore, cpu_of(w.lcore, w.cpu)));
+        }
+        a.push("--lcores".into());
+        a.push(lc.join(","));
+        a.push("--main-lcore".into());
+        a.push(self.eal.main_lcore.to_string());
+        let mut pci = false;
+        for p in &self.ports {
+            match p.attach() {
+                Attach::Vdev => {
+                    a.push("--vdev".into());
+                    a.push(p.device.clone());
+                }
+                Attach::Pci => {
+                    pci = true;
+                    a.push("-a".into());
+                    a.push(p.device.clone());
+                }
+            }
+        }
+        if !pci {
+            // Never probe the host's own NIC unless the config names PCI ports.
+            a.push("--no-pci".into());
+        }
+        if self.eal.hugepages {
+            a.push("--in-memory".into());
+        } else {
+            a.push("--no-huge".into());
+            a.push("--no-shconf".into());
+        }
+        a.push("-m".into());
+        a.push(self.eal.memory_mb.to_string());
+        a.push("--no-telemetry".into());
+        a.push("--file-prefix".into());
+        a.push(
+            self.eal
+                .file_prefix
+                .clone()
+                .unwrap_or_else(|| default_prefix.to_string()),
+        );
+        a.extend(self.eal.extra_args.iter().cloned());
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+ports:
+  - name: p0
+    device: net_pcap0,rx_pcap=in.pcap,tx_pcap=out0.pcap
+    addresses: [10.0.0.1/24]
+  - name: p1
+    device: net_null0
+workers:
+  - lcore: 1
+    rx: [{port: p0}, {port: p1}]
+routes:
+  - {prefix: 10.1.0.0/16, via: 10.0.0.2, dev: p0}
+  - {prefix: 192.0.2.0/24, kind: blackhole}
+neighbours:
+  - {ip: 10.0.0.2, mac: "02:00:00:00:00:02", port: p0}
+"#;
+
+    fn err(text: &str) -> String {
+        Config::parse(text, "t.yaml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn good_config_parses_and_builds_eal_args() {
+        let c = Config::parse(GOOD, "t.yaml").unwrap();
+        let a = c.eal_args("fwd", "fwd-test");
+        assert!(a.contains(&"--no-pci".to_string()));
+        assert!(a.contains(&"--no-huge".to_string()));
+        assert!(a.contains(&"net_pcap0,rx_pcap=in.pcap,tx_pcap=out0.pcap".to_string()));
+        assert!(a
+            .windows(2)
+            .any(|w| w[0] == "--lcores" && w[1] == "0@0,1@1"));
+        assert_eq!(c.ports[0].dev_name(), "net_pcap0");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected_with_their_name() {
+        let e = err(&GOOD.replace("    addresses:", "    adresses:"));
+        assert!(e.contains("adresses"), "{e}");
+        let e = err(&format!("{GOOD}\nbogus: 1\n"));
+        assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn semantic_errors_name_the_field() {
+        let e = err(&GOOD.replace("rx: [{port: p0}, {port: p1}]", "rx: [{port: p0}]"));
+        assert!(e.contains("port \"p1\" is polled by no worker"), "{e}");
+        let e = err(&GOOD.replace("{port: p1}]", "{port: p9}]"));
+        assert!(e.contains("workers[0].rx[1].port"), "{e}");
+        let e = err(&GOOD.replace("10.1.0.0/16", "10.1.0.1/16"));
+        assert!(
+            e.contains("routes[0].prefix") && e.contains("host bits"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("02:00:00:00:00:02", "02:00:00:00:02"));
+        assert!(e.contains("neighbours[0].mac"), "{e}");
+        let e = err(&GOOD.replace("10.0.0.1/24", "10.0.0.1/33"));
+        assert!(e.contains("ports[0].addresses[0]"), "{e}");
+        let e = err(&GOOD.replace("lcore: 1", "lcore: 0"));
+        assert!(e.contains("workers[0].lcore"), "{e}");
+        let e = err(&GOOD.replace("via: 10.0.0.2", "via: fd00::2"));
+        assert!(e.contains("routes[0].via"), "{e}");
+        let e = err(&GOOD.replace("name: p1", "name: p0"));
+        assert!(e.contains("ports[1].name"), "{e}");
+    }
+
+    #[test]
+    fn pci_addresses_are_recognised() {
+        assert!(is_pci_address("0000:03:00.0"));
+        assert!(is_pci_address("03:00.1"));
+        assert!(!is_pci_address("net_pcap0"));
+        assert!(!is_pci_address("0000:03:00"));
+        let c = Config::parse(&GOOD.replace("net_null0", "0000:03:00.0"), "t.yaml").unwrap();
+        let a = c.eal_args("fwd", "x");
+        assert!(!a.contains(&"--no-pci".to_string()));
+        assert!(a.windows(2).any(|w| w[0] == "-a" && w[1] == "0000:03:00.0"));
+    }
+
+    #[test]
+    fn cidr_and_mac_parsing() {
+        assert_eq!(parse_cidr("10.0.0.0/8", false).unwrap().len, 8);
+        assert!(parse_cidr("10.0.0.1/8", false).is_err());
+        assert!(parse_cidr("10.0.0.1/8", true).is_ok());
+        assert!(parse_cidr("fd00::/8", false).is_ok());
+        assert!(parse_cidr("fd00::1/129", true).is_err());
+        assert!(parse_cidr("nonsense", true).is_err());
+        assert_eq!(parse_mac("02:00:00:00:00:0a").unwrap()[5], 10);
+        assert!(parse_mac("02:00:00:00:00:0g").is_err());
+    }
+}

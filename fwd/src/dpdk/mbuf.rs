@@ -1,0 +1,318 @@
+//! Owned mbufs, RX bursts and TX buffers.
+//!
+//! Ownership rules, which are where real projects leak or double-free:
+//! - an [`Mbuf`] owns one packet and frees it on drop;
+//! - an [`RxBurst`] owns what `rx_burst` returned until each packet is taken
+//!   out; whatever is not taken is freed when the burst drops;
+//! - a [`TxBuffer`] owns what was pushed into it; after `tx_burst` the driver
+//!   owns the first `n` sent packets and the buffer frees exactly the rest
+//!   (l3fwd's `send_burst` contract), counting them as TX-full drops.
+
+use std::ptr::NonNull;
+
+use super::port::TxQueue;
+
+/// Packets per RX burst and per TX buffer.
+pub const BURST: usize = 32;
+
+/// One owned packet buffer (`#[repr(transparent)]` over the mbuf pointer).
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct Mbuf {
+    ptr: NonNull<dpdk_sys::rte_mbuf>,
+}
+
+// SAFETY: an mbuf is owned by exactly one Mbuf value; moving that ownership to
+// another thread is how packets travel in DPDK (free works from any thread).
+unsafe impl Send for Mbuf {}
+
+impl Mbuf {
+    /// Takes ownership of a raw mbuf; `None` for null.
+    ///
+    /// # Safety
+    /// `m` must be null or a valid mbuf that nobody else owns or will free.
+    #[inline(always)]
+    pub unsafe fn from_raw(m: *mut dpdk_sys::rte_mbuf) -> Option<Mbuf> {
+        NonNull::new(m).map(|ptr| Mbuf { ptr })
+    }
+
+    /// Gives up ownership (the caller must make sure it is freed or sent).
+    #[inline(always)]
+    pub fn into_raw(self) -> *mut dpdk_sys::rte_mbuf {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+
+    /// Length of the first segment's data (where the headers are).
+    #[inline(always)]
+    pub fn data_len(&self) -> usize {
+        // SAFETY: we own a valid mbuf; reading a plain field.
+        unsafe { usize::from((*self.ptr.as_ptr()).data_len) }
+    }
+
+    /// Total packet length over all segments.
+    #[inline(always)]
+    pub fn pkt_len(&self) -> u32 {
+        // SAFETY: we own a valid mbuf; reading a plain field.
+        unsafe { (*self.ptr.as_ptr()).pkt_len }
+    }
+
+    /// The port the packet was received on.
+    #[inline(always)]
+    pub fn port(&self) -> u16 {
+        // SAFETY: we own a valid mbuf; reading a plain field.
+        unsafe { (*self.ptr.as_ptr()).port }
+    }
+
+    /// The first segment's data.
+    #[inline(always)]
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: buf_addr + data_off points at data_len initialised bytes of
+        // the first segment (mtod), valid while we own the mbuf; the borrow of
+        // self keeps it alive and unaliased by mutable access.
+        unsafe {
+            let m = self.ptr.as_ptr();
+            let p = ((*m).buf_addr as *const u8).add(usize::from((*m).data_off));
+            std::slice::from_raw_parts(p, usize::from((*m).data_len))
+        }
+    }
+
+    /// The first segment's data, writable (rewrite in place).
+    #[inline(always)]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `data`; exclusive ownership (&mut self) means no other
+        // reference to these bytes exists. Mbufs we forward are never clones
+        // (refcnt 1): mirrors are deep copies.
+        unsafe {
+            let m = self.ptr.as_ptr();
+            let p = ((*m).buf_addr as *mut u8).add(usize::from((*m).data_off));
+            std::slice::from_raw_parts_mut(p, usize::from((*m).data_len))
+        }
+    }
+
+    /// Appends `bytes` to a single-segment mbuf (tests, generators).
+    /// Returns false when the buffer has no room.
+    pub fn append(&mut self, bytes: &[u8]) -> bool {
+        let Ok(len) = u16::try_from(bytes.len()) else {
+            return false;
+        };
+        // SAFETY: we own the mbuf; rte_pktmbuf_append returns null or a
+        // pointer to `len` writable bytes at the tail.
+        unsafe {
+            let p = dpdk_sys::rte_pktmbuf_append(self.ptr.as_ptr(), len) as *mut u8;
+            if p.is_null() {
+                return false;
+            }
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
+        }
+        true
+    }
+
+    /// A deep copy of the whole packet into `pool` (mirroring).
+    pub fn deep_copy(&self, pool: &super::mempool::Mempool) -> Option<Mbuf> {
+        // SAFETY: we own a valid mbuf; rte_pktmbuf_copy returns a new mbuf we
+        // own exclusively, or null.
+        unsafe {
+            let c = dpdk_sys::rte_pktmbuf_copy(self.ptr.as_ptr(), pool.as_ptr(), 0, u32::MAX);
+            Mbuf::from_raw(c)
+        }
+    }
+}
+
+impl Drop for Mbuf {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: we own the mbuf exclusively; it is freed exactly once here.
+        unsafe { dpdk_sys::rte_pktmbuf_free(self.ptr.as_ptr()) }
+    }
+}
+
+/// What one `rx_burst` returned. Packets are taken out by index; any left
+/// behind are freed on drop.
+pub struct RxBurst {
+    pkts: [*mut dpdk_sys::rte_mbuf; BURST],
+    len: usize,
+}
+
+impl Default for RxBurst {
+    fn default() -> Self {
+        RxBurst {
+            pkts: [std::ptr::null_mut(); BURST],
+            len: 0,
+        }
+    }
+}
+
+impl RxBurst {
+    pub(crate) fn raw_slots(&mut self) -> &mut [*mut dpdk_sys::rte_mbuf; BURST] {
+        &mut self.pkts
+    }
+
+    pub(crate) fn set_len(&mut self, n: usize) {
+        debug_assert!(n <= BURST);
+        self.len = n.min(BURST);
+    }
+
+    /// Number of packets received.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing was received.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Borrows packet `i` (None once taken or out of range).
+    #[inline(always)]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Mbuf> {
+        if i >= self.len || self.pkts[i].is_null() {
+            return None;
+        }
+        // SAFETY: Mbuf is repr(transparent) over a non-null *mut rte_mbuf;
+        // the slot holds a valid owned mbuf (non-null checked above).
+        Some(unsafe { &mut *(&mut self.pkts[i] as *mut *mut dpdk_sys::rte_mbuf as *mut Mbuf) })
+    }
+
+    /// Moves packet `i` out of the burst.
+    #[inline(always)]
+    pub fn take(&mut self, i: usize) -> Option<Mbuf> {
+        if i >= self.len {
+            return None;
+        }
+        let p = std::mem::replace(&mut self.pkts[i], std::ptr::null_mut());
+        // SAFETY: the slot held an mbuf owned by this burst (or null); the
+        // slot is cleared, so ownership moves to the returned Mbuf only.
+        unsafe { Mbuf::from_raw(p) }
+    }
+
+    /// Prefetches the first cache line of packet `i`'s data.
+    #[inline(always)]
+    pub fn prefetch(&self, i: usize) {
+        if i < self.len && !self.pkts[i].is_null() {
+            // SAFETY: the slot holds a valid mbuf; computing mtod reads its
+            // fields; prefetch never faults.
+            unsafe {
+                let m = self.pkts[i];
+                let p = ((*m).buf_addr as *const u8).add(usize::from((*m).data_off));
+                #[cfg(target_arch = "x86_64")]
+                std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+            }
+        }
+    }
+}
+
+impl Drop for RxBurst {
+    fn drop(&mut self) {
+        for i in 0..self.len {
+            drop(self.take(i));
+        }
+    }
+}
+
+/// A per-(worker, port) TX buffer: packets accumulate until it is full or
+/// the drain timer fires, then go out in one `tx_burst`.
+pub struct TxBuffer {
+    pkts: [*mut dpdk_sys::rte_mbuf; BURST],
+    len: usize,
+}
+
+// SAFETY: the buffer owns its mbufs exclusively; moving it to the worker's
+// thread moves that ownership. It is not Sync (no &-access from two threads).
+unsafe impl Send for TxBuffer {}
+
+impl Default for TxBuffer {
+    fn default() -> Self {
+        TxBuffer {
+            pkts: [std::ptr::null_mut(); BURST],
+            len: 0,
+        }
+    }
+}
+
+/// Result of a flush: how many packets the driver took and how many were
+/// dropped because its ring was full.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Flushed {
+    pub sent: u32,
+    pub sent_bytes: u64,
+    pub dropped: u32,
+}
+
+impl TxBuffer {
+    /// Packets waiting.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing waits.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds a packet; when the buffer becomes full it is flushed to `txq`
+    /// and the flush result is returned.
+    #[inline(always)]
+    pub fn push(&mut self, m: Mbuf, txq: &mut TxQueue) -> Option<Flushed> {
+        self.pkts[self.len] = m.into_raw();
+        self.len += 1;
+        if self.len == BURST {
+            Some(self.flush(txq))
+        } else {
+            None
+        }
+    }
+
+    /// Sends everything waiting; frees exactly what the driver did not take.
+    pub fn flush(&mut self, txq: &mut TxQueue) -> Flushed {
+        if self.len == 0 {
+            return Flushed::default();
+        }
+        let mut bytes = 0u64;
+        for &p in &self.pkts[..self.len] {
+            // SAFETY: every slot below len holds an mbuf owned by this buffer.
+            bytes += u64::from(unsafe { (*p).pkt_len });
+        }
+        let sent = txq.send_raw(&mut self.pkts[..self.len]);
+        let mut unsent_bytes = 0u64;
+        for slot in &mut self.pkts[sent..self.len] {
+            let p = std::mem::replace(slot, std::ptr::null_mut());
+            // SAFETY: the driver did not take these; we still own them and
+            // free each exactly once (slot cleared).
+            if let Some(m) = unsafe { Mbuf::from_raw(p) } {
+                unsent_bytes += u64::from(m.pkt_len());
+                drop(m);
+            }
+        }
+        let dropped = self.len - sent;
+        self.len = 0;
+        Flushed {
+            sent: sent as u32,
+            sent_bytes: bytes - unsent_bytes,
+            dropped: dropped as u32,
+        }
+    }
+}
+
+impl Drop for TxBuffer {
+    fn drop(&mut self) {
+        for slot in &mut self.pkts[..self.len] {
+            let p = std::mem::replace(slot, std::ptr::null_mut());
+            // SAFETY: slots below len hold mbufs this buffer owns; freed once.
+            drop(unsafe { Mbuf::from_raw(p) });
+        }
+        self.len = 0;
+    }
+}
+
+static_assertions::assert_impl_all!(Mbuf: Send);
+static_assertions::assert_not_impl_any!(Mbuf: Sync, Clone);
+static_assertions::assert_impl_all!(TxBuffer: Send);
+static_assertions::assert_not_impl_any!(TxBuffer: Sync);
+static_assertions::assert_not_impl_any!(RxBurst: Send, Sync);
+static_assertions::assert_eq_size!(Mbuf, *mut dpdk_sys::rte_mbuf);

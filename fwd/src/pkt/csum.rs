@@ -1,0 +1,98 @@
+//! Internet checksum (RFC 1071) and its incremental update (RFC 1624).
+//!
+//! Sums run over 32-bit big-endian words into a `u64` and are folded at the end: the
+//! one's-complement sum is the same whatever the word width (2^16 ≡ 1 mod 0xFFFF), and
+//! a `u64` cannot overflow before 2^32 words.
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+/// Adds `data` to a running one's-complement sum (not folded). `data` must start at
+/// an even offset of the checksummed region; an odd final byte is padded with zero.
+#[inline]
+pub fn sum(mut data: &[u8], mut acc: u64) -> u64 {
+    while let Some((w, rest)) = data.split_first_chunk::<4>() {
+        acc += u64::from(u32::from_be_bytes(*w));
+        data = rest;
+    }
+    if let Some((w, rest)) = data.split_first_chunk::<2>() {
+        acc += u64::from(u16::from_be_bytes(*w));
+        data = rest;
+    }
+    if let Some(&b) = data.first() {
+        acc += u64::from(b) << 8;
+    }
+    acc
+}
+
+/// Folds a running sum to 16 bits with end-around carry (not complemented).
+#[inline]
+pub fn fold(mut acc: u64) -> u16 {
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    acc = (acc & 0xffff) + (acc >> 16);
+    acc = (acc & 0xffff) + (acc >> 16);
+    acc as u16
+}
+
+/// The IPv4 header checksum to store for `hdr` (the whole header, IHL*4 bytes),
+/// computed as if the checksum field (bytes 10..12) were zero.
+#[inline]
+pub fn ipv4_header_checksum(hdr: &[u8]) -> u16 {
+    let head = hdr.get(..10).unwrap_or(hdr);
+    let tail = hdr.get(12..).unwrap_or(&[]);
+    !fold(sum(tail, sum(head, 0)))
+}
+
+/// True when `hdr` (the whole IPv4 header, checksum field included) is at least 20
+/// bytes long and its checksum verifies.
+#[inline]
+pub fn verify_ipv4_header(hdr: &[u8]) -> bool {
+    hdr.len() >= 20 && fold(sum(hdr, 0)) == 0xffff
+}
+
+/// RFC 1624 eqn. 3: the new checksum after one 16-bit word of the covered data changed
+/// from `old` to `new`: `HC' = ~(~HC + ~m + m')`. Equals a full recomputation
+/// (including the `0x0000` result where RFC 1141's method gives `0xFFFF`). Several
+/// changed words can be chained through repeated calls.
+#[inline]
+pub fn incremental_update(old_csum: u16, old: u16, new: u16) -> u16 {
+    let s = u32::from(!old_csum) + u32::from(!old) + u32::from(new);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    !(s as u16)
+}
+
+/// TCP/UDP/ICMPv6-style checksum over the IPv4 pseudo-header and `segment` (the L4
+/// header and payload). With the segment's checksum field zeroed this is the value to
+/// store (UDP: store `0xFFFF` instead of `0`); over a segment whose field is filled
+/// it is `0` when the checksum verifies. ICMPv4 has no pseudo-header: use
+/// [`checksum`] for it.
+pub fn l4_checksum_v4(src: [u8; 4], dst: [u8; 4], proto: u8, segment: &[u8]) -> u16 {
+    let len = segment.len() as u64;
+    let mut acc = u64::from(u32::from_be_bytes(src)) + u64::from(u32::from_be_bytes(dst));
+    acc += u64::from(proto) + len;
+    !fold(sum(segment, acc))
+}
+
+/// Like [`l4_checksum_v4`] with the IPv6 pseudo-header (RFC 8200 §8.1): `next_header`
+/// is the upper-layer protocol, `dst` the final destination.
+pub fn l4_checksum_v6(src: &[u8; 16], dst: &[u8; 16], next_header: u8, segment: &[u8]) -> u16 {
+    let len = segment.len() as u64;
+    let acc = sum(dst, sum(src, 0)) + len + u64::from(next_header);
+    !fold(sum(segment, acc))
+}
+
+/// Plain Internet checksum of `data` (ICMPv4): the value to store with the field
+/// zeroed, `0` over data whose field verifies.
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(sum(data, 0))
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+#[path = "csum_tests.rs"]
+mod tests;

@@ -1,0 +1,151 @@
+//! In-place forwarding rewrite: TTL / hop limit, MAC addresses, DSCP.
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use super::csum;
+use super::parse::{L3Kind, Parsed};
+
+/// Why [`forward_rewrite`] did not rewrite a frame. `Copy`, for drop counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RewriteError {
+    /// TTL / hop limit is 0 or 1: the packet must not be forwarded (the worker drops
+    /// it or answers with ICMP Time Exceeded).
+    TtlExpired,
+    /// The frame is too short for the offsets in the `Parsed` (it was not produced by
+    /// parsing this frame). Never happens when `p` comes from `parse(frame)`.
+    FrameMismatch,
+}
+
+impl RewriteError {
+    /// Stable snake_case name for counters.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::TtlExpired => "ttl_expired",
+            Self::FrameMismatch => "frame_mismatch",
+        }
+    }
+}
+
+impl std::fmt::Display for RewriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::error::Error for RewriteError {}
+
+/// The first `N` bytes of the IP header of `frame` as described by `p`.
+#[inline(always)]
+fn l3_mut<'a, const N: usize>(frame: &'a mut [u8], p: &Parsed) -> Option<&'a mut [u8; N]> {
+    frame
+        .get_mut(usize::from(p.l3_off)..)
+        .and_then(|s| s.first_chunk_mut::<N>())
+}
+
+/// Forwarding rewrite in place: decrements the IPv4 TTL (updating the header checksum
+/// incrementally, RFC 1624 eqn. 3) or the IPv6 hop limit, and writes the destination
+/// and source MAC addresses. The TTL is read from the frame, not from `p`.
+///
+/// # Errors
+///
+/// [`RewriteError::TtlExpired`] when the TTL / hop limit is <= 1, and
+/// [`RewriteError::FrameMismatch`] when the frame is shorter than `p` says; in both
+/// cases the frame is left untouched.
+#[inline]
+pub fn forward_rewrite(
+    frame: &mut [u8],
+    p: &Parsed,
+    dst_mac: [u8; 6],
+    src_mac: [u8; 6],
+) -> Result<(), RewriteError> {
+    // Checked up front so that no error path leaves a half-written frame.
+    if frame.len() < 12 {
+        return Err(RewriteError::FrameMismatch);
+    }
+    match p.kind {
+        L3Kind::V4 => {
+            let h: &mut [u8; 12] = l3_mut(frame, p).ok_or(RewriteError::FrameMismatch)?;
+            let ttl = h[8];
+            if ttl <= 1 {
+                return Err(RewriteError::TtlExpired);
+            }
+            // The checksummed 16-bit word is TTL:protocol.
+            let old = u16::from_be_bytes([ttl, h[9]]);
+            let new = old - 0x0100;
+            let c = csum::incremental_update(u16::from_be_bytes([h[10], h[11]]), old, new);
+            h[8] = ttl - 1;
+            [h[10], h[11]] = c.to_be_bytes();
+        }
+        L3Kind::V6 => {
+            let h: &mut [u8; 8] = l3_mut(frame, p).ok_or(RewriteError::FrameMismatch)?;
+            let hl = h[7];
+            if hl <= 1 {
+                return Err(RewriteError::TtlExpired);
+            }
+            h[7] = hl - 1;
+        }
+    }
+    if let Some(eth) = frame.first_chunk_mut::<12>() {
+        let [d0, d1, d2, d3, d4, d5] = dst_mac;
+        let [s0, s1, s2, s3, s4, s5] = src_mac;
+        *eth = [d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5];
+    }
+    Ok(())
+}
+
+/// Sets the DSCP (the upper 6 bits of `dscp` are ignored) keeping the ECN bits; for
+/// IPv4 the header checksum is updated incrementally. Does nothing when the frame is
+/// too short for `p` (see [`RewriteError::FrameMismatch`]).
+#[inline]
+pub fn set_dscp(frame: &mut [u8], p: &Parsed, dscp: u8) {
+    let dscp = dscp & 0x3f;
+    match p.kind {
+        L3Kind::V4 => {
+            let Some(h) = l3_mut::<12>(frame, p) else {
+                return;
+            };
+            let tos = (dscp << 2) | (h[1] & 0x03);
+            let old = u16::from_be_bytes([h[0], h[1]]);
+            let new = u16::from_be_bytes([h[0], tos]);
+            let c = csum::incremental_update(u16::from_be_bytes([h[10], h[11]]), old, new);
+            h[1] = tos;
+            [h[10], h[11]] = c.to_be_bytes();
+        }
+        L3Kind::V6 => {
+            let Some(h) = l3_mut::<2>(frame, p) else {
+                return;
+            };
+            // Traffic class straddles bytes 0 and 1: vvvv TTTT | TTTT ffff, DSCP is its
+            // top 6 bits, ECN the bottom 2.
+            h[0] = (h[0] & 0xf0) | (dscp >> 2);
+            h[1] = ((dscp & 0x03) << 6) | (h[1] & 0x3f);
+        }
+    }
+}
+
+/// True when the IPv4 header checksum of `frame` (as parsed into `p`) verifies; true
+/// for IPv6, which has none. For NICs without RX checksum offload.
+#[inline]
+pub fn ipv4_checksum_ok(frame: &[u8], p: &Parsed) -> bool {
+    if p.kind == L3Kind::V6 {
+        return true;
+    }
+    let l3 = usize::from(p.l3_off);
+    let Some(&[vihl, ..]) = frame.get(l3..).and_then(|s| s.first_chunk::<1>()) else {
+        return false;
+    };
+    let ihl = usize::from(vihl & 0x0f) * 4;
+    frame
+        .get(l3..l3 + ihl)
+        .is_some_and(csum::verify_ipv4_header)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+#[path = "rewrite_tests.rs"]
+mod tests;
