@@ -1,13 +1,16 @@
 //! The forwarding appliance's data path and control plane.
 //!
-//! Layout follows the packet: [`pkt`] (parse, rewrite, checksums), [`route`]
+//! Layout follows the packet: [`pkt`] (parse, rewrite, checksums), [`acl`]
+//! (the N-tuple classifier), [`route`]
 //! (RIB, FIB, next hops), [`worker`] (the poll loop that strings the stages
 //! together), [`tables`] (the published root of every table), [`qsbr`]
 //! (versions, quiescence, reclamation), [`control`] (the control lcore, the
 //! single writer), [`dpdk`] (safe wrappers; with `qsbr` the only `unsafe`).
 #![deny(unsafe_code)]
 
+pub mod acl;
 pub mod config;
 pub mod dpdk;
 pub mod pkt;
+pub mod route;
 pub mod stats;

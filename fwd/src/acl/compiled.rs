@@ -1,0 +1,307 @@
+//! Rules lowered to the forms the lookup structures use.
+//!
+//! * [`Compiled`]: masks precomputed, one function [`Compiled::matches`]
+//!   equivalent to [`RuleMatch::matches`] (checked by the proptests).
+//! * [`BoxRule`]: the rule as a box in `D` `u32` dimensions for the decision
+//!   tree, plus the two fields a box cannot express exactly (`proto` and
+//!   `tcp_flags` under arbitrary masks), which the leaf checks separately.
+
+use super::rule::{prefix_mask, Family, Key, Masked8, PortRange, RuleMatch};
+
+/// A match with precomputed masks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Compiled {
+    pub src: u128,
+    pub smask: u128,
+    pub dst: u128,
+    pub dmask: u128,
+    pub fam: Family,
+    pub proto: Masked8,
+    pub flags: Masked8,
+    pub sport: PortRange,
+    pub dport: PortRange,
+    /// `in_port`, `vlan`, `dscp` as (value, care) pairs.
+    pub in_port: (u16, bool),
+    pub vlan: (u16, bool),
+    pub dscp: (u8, bool),
+    pub slen: u8,
+    pub dlen: u8,
+}
+
+impl Compiled {
+    pub fn new(m: &RuleMatch) -> Self {
+        let pfx = |p: Option<super::rule::IpPrefix>| match p {
+            None => (0u128, 0u128, 0u8),
+            Some(p) => {
+                let (bits, len) = p.to_bits();
+                (bits, prefix_mask(p.width(), len), len)
+            }
+        };
+        let (src, smask, slen) = pfx(m.src);
+        let (dst, dmask, dlen) = pfx(m.dst);
+        Compiled {
+            src,
+            smask,
+            dst,
+            dmask,
+            fam: m.family(),
+            proto: m.proto,
+            flags: m.tcp_flags,
+            sport: m.sport,
+            dport: m.dport,
+            in_port: (m.in_port.unwrap_or(0), m.in_port.is_some()),
+            vlan: (m.vlan.unwrap_or(0), m.vlan.is_some()),
+            dscp: (m.dscp.unwrap_or(0), m.dscp.is_some()),
+            slen,
+            dlen,
+        }
+    }
+
+    #[inline]
+    pub fn matches(&self, k: &Key) -> bool {
+        let fam_ok = match self.fam {
+            Family::Any => true,
+            Family::V4 => !k.is_v6,
+            Family::V6 => k.is_v6,
+        };
+        fam_ok
+            & (k.src & self.smask == self.src)
+            & (k.dst & self.dmask == self.dst)
+            & (k.proto & self.proto.mask == self.proto.value)
+            & (k.tcp_flags & self.flags.mask == self.flags.value)
+            & (k.sport >= self.sport.lo)
+            & (k.sport <= self.sport.hi)
+            & (k.dport >= self.dport.lo)
+            & (k.dport <= self.dport.hi)
+            & (!self.in_port.1 | (self.in_port.0 == k.in_port))
+            & (!self.vlan.1 | (self.vlan.0 == k.vlan))
+            & (!self.dscp.1 | (self.dscp.0 == k.dscp))
+    }
+}
+
+/// Number of tree dimensions for IPv4 keys.
+pub(crate) const D4: usize = 8;
+/// Number of tree dimensions for IPv6 keys.
+pub(crate) const D6: usize = 14;
+
+/// A rule as a box in `D` dimensions (inclusive bounds) plus the exact
+/// checks a box cannot express.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub(crate) struct BoxRule<const D: usize> {
+    pub lo: [u32; D],
+    pub hi: [u32; D],
+    pub proto: Masked8,
+    pub flags: Masked8,
+    /// Index of the rule in the base's entry list (for the dead bitmap).
+    pub idx: u32,
+}
+
+/// Range of a `width`-bit prefix restricted to the 32-bit word `word`
+/// (word 0 = most significant).
+fn word_range(bits: u128, len: u8, width: u8, word: usize) -> (u32, u32) {
+    let shift = width as i32 - 32 * (word as i32 + 1);
+    let w = (bits >> shift) as u32;
+    let nbits = (len as i32 - 32 * word as i32).clamp(0, 32) as u32;
+    let mask = if nbits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - nbits)
+    };
+    (w & mask, (w & mask) | !mask)
+}
+
+/// Range covered by a masked byte if the mask is a prefix mask (leading
+/// ones), else the whole byte (the exact check is done at the leaf).
+fn masked_range(m: Masked8) -> (u32, u32) {
+    if m.mask.leading_ones() + m.mask.trailing_zeros() == 8 {
+        (m.value as u32, (m.value | !m.mask) as u32)
+    } else {
+        (0, 255)
+    }
+}
+
+/// Whether the box expresses `m` exactly (no leaf check needed).
+pub(crate) fn masked_exact(m: Masked8) -> bool {
+    m.mask.leading_ones() + m.mask.trailing_zeros() == 8
+}
+
+fn common_dims(m: &RuleMatch) -> [(u32, u32); 6] {
+    let opt = |v: Option<u16>, max: u32| match v {
+        Some(v) => (v as u32, v as u32),
+        None => (0, max),
+    };
+    [
+        (m.sport.lo as u32, m.sport.hi as u32),
+        (m.dport.lo as u32, m.dport.hi as u32),
+        masked_range(m.proto),
+        opt(m.in_port, 0xFFFF),
+        opt(m.vlan, 0xFFFF),
+        opt(m.dscp.map(u16::from), 0xFF),
+    ]
+}
+
+impl BoxRule<D4> {
+    /// Box for the IPv4 tree (family V4 or Any).
+    pub fn v4(m: &RuleMatch, idx: u32) -> Self {
+        let mut lo = [0u32; D4];
+        let mut hi = [u32::MAX; D4];
+        for (d, p) in [m.src, m.dst].into_iter().enumerate() {
+            if let Some(p) = p {
+                let (bits, len) = p.to_bits();
+                (lo[d], hi[d]) = word_range(bits, len, 32, 0);
+            }
+        }
+        for (i, r) in common_dims(m).into_iter().enumerate() {
+            (lo[2 + i], hi[2 + i]) = r;
+        }
+        BoxRule {
+            lo,
+            hi,
+            proto: m.proto,
+            flags: m.tcp_flags,
+            idx,
+        }
+    }
+}
+
+impl BoxRule<D6> {
+    /// Box for the IPv6 tree (family V6 or Any).
+    pub fn v6(m: &RuleMatch, idx: u32) -> Self {
+        let mut lo = [0u32; D6];
+        let mut hi = [u32::MAX; D6];
+        for (a, p) in [m.src, m.dst].into_iter().enumerate() {
+            if let Some(p) = p {
+                let (bits, len) = p.to_bits();
+                for w in 0..4 {
+                    (lo[4 * a + w], hi[4 * a + w]) = word_range(bits, len, 128, w);
+                }
+            }
+        }
+        for (i, r) in common_dims(m).into_iter().enumerate() {
+            (lo[8 + i], hi[8 + i]) = r;
+        }
+        BoxRule {
+            lo,
+            hi,
+            proto: m.proto,
+            flags: m.tcp_flags,
+            idx,
+        }
+    }
+}
+
+/// `x ^ 0x8000_0000` as `i32`: order-preserving map from `u32` to `i32`, so
+/// the lookup can use SSE2's signed compares.
+#[inline(always)]
+pub(crate) fn flip(x: u32) -> i32 {
+    (x ^ 0x8000_0000) as i32
+}
+
+/// Leading box dimensions a leaf checks as ranges: IPv4 src, dst, sport,
+/// dport.
+pub(crate) const B4: usize = 4;
+/// IPv6: 8 address words, sport, dport.
+pub(crate) const B6: usize = 10;
+
+/// The exact-or-masked fields of a key in one word, for the leaf check:
+/// proto | tcp_flags << 8 | in_port << 16 | vlan << 32 | dscp << 48.
+#[inline(always)]
+pub(crate) fn exact_word(k: &Key) -> u64 {
+    k.proto as u64
+        | (k.tcp_flags as u64) << 8
+        | (k.in_port as u64) << 16
+        | (k.vlan as u64) << 32
+        | (k.dscp as u64) << 48
+}
+
+/// A rule as a leaf checks it: the first `B` box dimensions as ranges
+/// (sign-flipped) and every other field as one `value/mask` word (they are
+/// exact-or-wildcard, or masked: proto, flags). 64 bytes for IPv4: one
+/// cache line per candidate.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub(crate) struct LeafRule<const B: usize> {
+    pub lo: [i32; B],
+    pub hi: [i32; B],
+    pub val: u64,
+    pub mask: u64,
+    pub idx: u32,
+}
+
+impl<const B: usize> LeafRule<B> {
+    /// From a box whose dimensions `B..` are proto, in_port, vlan, dscp.
+    pub fn from_box<const D: usize>(b: &BoxRule<D>) -> Self {
+        let mut lo = [0i32; B];
+        let mut hi = [0i32; B];
+        for d in 0..B {
+            lo[d] = flip(b.lo[d]);
+            hi[d] = flip(b.hi[d]);
+        }
+        // Exact (lo == hi) or full range: see `common_dims`.
+        let ex = |d: usize, shift: u32, width: u64| -> (u64, u64) {
+            if b.lo[d] == b.hi[d] {
+                ((b.lo[d] as u64) << shift, width << shift)
+            } else {
+                (0, 0)
+            }
+        };
+        let (ip, ipm) = ex(B + 1, 16, 0xFFFF);
+        let (vl, vlm) = ex(B + 2, 32, 0xFFFF);
+        let (ds, dsm) = ex(B + 3, 48, 0xFF);
+        LeafRule {
+            lo,
+            hi,
+            val: b.proto.value as u64 | (b.flags.value as u64) << 8 | ip | vl | ds,
+            mask: b.proto.mask as u64 | (b.flags.mask as u64) << 8 | ipm | vlm | dsm,
+            idx: b.idx,
+        }
+    }
+
+    #[inline(always)]
+    pub fn matches<const D: usize>(&self, p: &[i32; D], ex: u64) -> bool {
+        let mut ok = true;
+        for ((&x, &lo), &hi) in p.iter().zip(&self.lo).zip(&self.hi) {
+            ok &= (x >= lo) & (x <= hi);
+        }
+        ok & (ex & self.mask == self.val)
+    }
+}
+
+/// Point of an IPv4 key in the IPv4 tree's dimensions (flipped).
+#[inline(always)]
+pub(crate) fn point4(k: &Key) -> [i32; D4] {
+    [
+        k.src as u32,
+        k.dst as u32,
+        k.sport as u32,
+        k.dport as u32,
+        k.proto as u32,
+        k.in_port as u32,
+        k.vlan as u32,
+        k.dscp as u32,
+    ]
+    .map(flip)
+}
+
+/// Point of an IPv6 key in the IPv6 tree's dimensions (flipped).
+#[inline(always)]
+pub(crate) fn point6(k: &Key) -> [i32; D6] {
+    [
+        (k.src >> 96) as u32,
+        (k.src >> 64) as u32,
+        (k.src >> 32) as u32,
+        k.src as u32,
+        (k.dst >> 96) as u32,
+        (k.dst >> 64) as u32,
+        (k.dst >> 32) as u32,
+        k.dst as u32,
+        k.sport as u32,
+        k.dport as u32,
+        k.proto as u32,
+        k.in_port as u32,
+        k.vlan as u32,
+        k.dscp as u32,
+    ]
+    .map(flip)
+}

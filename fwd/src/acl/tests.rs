@@ -1,0 +1,617 @@
+//! Classifier tests: random rule sets and update sequences against the
+//! linear reference (proptest), ClassBench sets with their traces, batch
+//! errors.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::reference::first_match;
+use super::*;
+
+// ---------- generators ----------
+
+fn v4_prefix() -> impl Strategy<Value = IpPrefix> {
+    (
+        0u8..4,
+        0u8..4,
+        0u8..4,
+        prop::sample::select(vec![0u8, 4, 8, 16, 23, 24, 30, 32]),
+    )
+        .prop_map(|(a, b, c, len)| {
+            let bits = u32::from_be_bytes([10, a, b, c * 64]);
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+            IpPrefix::V4 {
+                addr: Ipv4Addr::from(bits & mask),
+                len,
+            }
+        })
+}
+
+fn v6_prefix() -> impl Strategy<Value = IpPrefix> {
+    (
+        0u16..3,
+        0u16..3,
+        0u16..3,
+        prop::sample::select(vec![0u8, 16, 32, 33, 48, 64, 100, 128]),
+    )
+        .prop_map(|(a, b, c, len)| {
+            let bits = u128::from(Ipv6Addr::new(0x2001, a, b, 0, 0, 0, c, 1));
+            let mask = if len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - len)
+            };
+            IpPrefix::V6 {
+                addr: Ipv6Addr::from(bits & mask),
+                len,
+            }
+        })
+}
+
+fn ports() -> impl Strategy<Value = PortRange> {
+    prop_oneof![
+        3 => Just(PortRange::ANY),
+        2 => prop::sample::select(vec![0u16, 53, 80, 443]).prop_map(PortRange::exact),
+        2 => (0u16..100, 0u16..100).prop_map(|(a, b)| PortRange { lo: a.min(b), hi: a.max(b) }),
+        1 => (0u16..2000).prop_map(|a| PortRange { lo: a, hi: u16::MAX }),
+    ]
+}
+
+fn masked(vals: Vec<u8>) -> impl Strategy<Value = Masked8> {
+    prop_oneof![
+        3 => Just(Masked8::ANY),
+        2 => prop::sample::select(vals).prop_map(Masked8::exact),
+        1 => (any::<u8>(), any::<u8>()).prop_map(|(v, m)| Masked8 { value: v & m, mask: m }),
+    ]
+}
+
+fn rule_match() -> impl Strategy<Value = RuleMatch> {
+    let addrs = prop_oneof![
+        6 => (prop::option::of(v4_prefix()), prop::option::of(v4_prefix())),
+        2 => (prop::option::of(v6_prefix()), prop::option::of(v6_prefix())),
+        1 => Just((None, None)),
+    ];
+    (
+        addrs,
+        masked(vec![6, 17, 1]),
+        ports(),
+        ports(),
+        prop::option::of(0u16..3),
+        prop::option::of(prop::sample::select(vec![0u16, 1, 4095])),
+        prop::option::of(0u8..3),
+        masked(vec![0x02, 0x12, 0x10]),
+    )
+        .prop_map(
+            |((src, dst), proto, sport, dport, in_port, vlan, dscp, tcp_flags)| {
+                // Both-None on the v4/v6 branches is fine: family-agnostic.
+                RuleMatch {
+                    src,
+                    dst,
+                    proto,
+                    sport,
+                    dport,
+                    in_port,
+                    vlan,
+                    dscp,
+                    tcp_flags,
+                }
+            },
+        )
+}
+
+fn rule_body() -> impl Strategy<Value = (u32, RuleMatch)> {
+    (0u32..12, rule_match())
+}
+
+fn mk_rule(id: RuleId, (priority, matches): (u32, RuleMatch)) -> Rule {
+    Rule {
+        id,
+        priority,
+        matches,
+        actions: vec![Action::Mark { mark: id }],
+    }
+}
+
+fn key() -> impl Strategy<Value = Key> {
+    let v4 = (
+        0u8..4,
+        0u8..4,
+        0u8..4,
+        any::<u8>(),
+        0u8..4,
+        0u8..4,
+        0u8..4,
+        any::<u8>(),
+    )
+        .prop_map(|(a, b, c, d, e, f, g, h)| {
+            (
+                u32::from_be_bytes([10, a, b, c * 64 + d % 64]) as u128,
+                u32::from_be_bytes([10, e, f, g * 64 + h % 64]) as u128,
+                false,
+            )
+        });
+    let v6 = (
+        0u16..3,
+        0u16..3,
+        0u16..3,
+        0u16..3,
+        0u16..3,
+        0u16..3,
+        any::<u16>(),
+    )
+        .prop_map(|(a, b, c, d, e, f, x)| {
+            (
+                u128::from(Ipv6Addr::new(0x2001, a, b, 0, 0, 0, c, x % 3)),
+                u128::from(Ipv6Addr::new(0x2001, d, e, 0, 0, 0, f, 1)),
+                true,
+            )
+        });
+    let port = prop_oneof![
+        prop::sample::select(vec![0u16, 53, 80, 443, 2000, 65535]),
+        0u16..120
+    ];
+    (
+        prop_oneof![3 => v4, 1 => v6],
+        prop::sample::select(vec![6u8, 17, 1, 0, 255]),
+        port.clone(),
+        port,
+        0u16..3,
+        prop::sample::select(vec![0u16, 1, 4095, VLAN_NONE]),
+        0u8..3,
+        any::<u8>(),
+    )
+        .prop_map(
+            |((src, dst, is_v6), proto, sport, dport, in_port, vlan, dscp, tcp_flags)| Key {
+                src,
+                dst,
+                is_v6,
+                proto,
+                sport,
+                dport,
+                in_port,
+                vlan,
+                dscp,
+                tcp_flags,
+            },
+        )
+}
+
+fn small_cfg() -> Config {
+    Config {
+        capacity: 4096,
+        tree: TreeParams {
+            leaf_max: 2,
+            fanout: 4,
+            root_min_rules: 8,
+            root_min_slices: 1,
+        },
+        overlay_soft_limit: 4,
+        overlay_hard_limit: 12,
+        sync_rebuild_batch: 10,
+    }
+}
+
+/// Check a version against the rule set it should hold.
+fn check_version(
+    c: &Classifier,
+    rules: &BTreeMap<RuleId, Rule>,
+    keys: &[Key],
+) -> Result<(), TestCaseError> {
+    let mut out = vec![None; keys.len()];
+    c.classify_burst(keys, &mut out);
+    for (k, got) in keys.iter().zip(&out) {
+        let want = first_match(rules.values(), k).map(|r| r.id);
+        let one = c.classify(k).map(|e| e.id());
+        prop_assert_eq!(one, want, "classify {:?}", k);
+        prop_assert_eq!(got.map(|e| e.id()), want, "classify_burst {:?}", k);
+        if let Some(e) = got {
+            prop_assert_eq!(e.rule(), &rules[&e.id()]);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Debug)]
+enum OpSeed {
+    Insert((u32, RuleMatch)),
+    Delete(usize),
+    Replace(usize, (u32, RuleMatch)),
+    /// Delete of an id that does not exist: the whole batch must fail.
+    Bogus,
+}
+
+fn op_seed() -> impl Strategy<Value = OpSeed> {
+    prop_oneof![
+        5 => rule_body().prop_map(OpSeed::Insert),
+        3 => any::<usize>().prop_map(OpSeed::Delete),
+        2 => (any::<usize>(), rule_body()).prop_map(|(i, b)| OpSeed::Replace(i, b)),
+        1 => Just(OpSeed::Bogus),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn static_sets_match_reference(
+        bodies in prop::collection::vec(rule_body(), 0..120),
+        keys in prop::collection::vec(key(), 1..200),
+        fanout in 2usize..=16,
+        leaf_max in 1usize..10,
+        root in any::<bool>(),
+    ) {
+        let tree_params = TreeParams {
+            leaf_max,
+            fanout,
+            root_min_rules: if root { 1 } else { usize::MAX },
+            root_min_slices: 1,
+        };
+        let rules: BTreeMap<RuleId, Rule> =
+            bodies.into_iter().enumerate().map(|(i, b)| (i as u32 * 7, mk_rule(i as u32 * 7, b))).collect();
+        let batch: Vec<Update> = rules.values().cloned().map(Update::Insert).collect();
+        // Tree only (synchronous build) ...
+        let mut w = ClassifierWriter::new(Config { sync_rebuild_batch: 0, tree: tree_params, ..small_cfg() });
+        let tree = w.apply(&batch).unwrap().version;
+        prop_assert_eq!(tree.stats().overlay_rules, 0);
+        check_version(&tree, &rules, &keys)?;
+        // ... and overlay only.
+        let mut w = ClassifierWriter::new(Config { overlay_hard_limit: usize::MAX, sync_rebuild_batch: usize::MAX, ..small_cfg() });
+        let ov = w.apply(&batch).unwrap().version;
+        prop_assert_eq!(ov.stats().overlay_rules, rules.len());
+        check_version(&ov, &rules, &keys)?;
+    }
+
+    #[test]
+    fn update_sequences_match_reference_and_persist(
+        initial in prop::collection::vec(rule_body(), 0..40),
+        batches in prop::collection::vec(prop::collection::vec(op_seed(), 1..14), 1..12),
+        rebuild_at in prop::option::of(0usize..12),
+        keys in prop::collection::vec(key(), 1..80),
+    ) {
+        let mut w = ClassifierWriter::new(small_cfg());
+        let mut rules: BTreeMap<RuleId, Rule> = BTreeMap::new();
+        let mut next_id = 0u32;
+        let init: Vec<Update> = initial.into_iter().map(|b| {
+            let r = mk_rule(next_id, b);
+            next_id += 1;
+            rules.insert(r.id, r.clone());
+            Update::Insert(r)
+        }).collect();
+        let v = w.apply(&init).unwrap().version;
+        let mut history: Vec<(Arc<Classifier>, BTreeMap<RuleId, Rule>)> = vec![(v, rules.clone())];
+        let mut job = None;
+        let mut retired_total = Vec::new();
+        for (bi, seeds) in batches.into_iter().enumerate() {
+            if rebuild_at == Some(bi) {
+                job = Some(w.rebuild_job());
+            }
+            let mut staged = rules.clone();
+            let mut batch = Vec::new();
+            let mut bogus = false;
+            for s in seeds {
+                let ids: Vec<RuleId> = staged.keys().copied().collect();
+                match s {
+                    OpSeed::Insert(b) => {
+                        let r = mk_rule(next_id, b);
+                        next_id += 1;
+                        staged.insert(r.id, r.clone());
+                        batch.push(Update::Insert(r));
+                    }
+                    OpSeed::Delete(i) if !ids.is_empty() => {
+                        let id = ids[i % ids.len()];
+                        staged.remove(&id);
+                        batch.push(Update::Delete(id));
+                    }
+                    OpSeed::Replace(i, b) if !ids.is_empty() => {
+                        let r = mk_rule(ids[i % ids.len()], b);
+                        staged.insert(r.id, r.clone());
+                        batch.push(Update::Replace(r));
+                    }
+                    OpSeed::Bogus => {
+                        bogus = true;
+                        batch.push(Update::Delete(u32::MAX));
+                    }
+                    _ => {}
+                }
+            }
+            let before = w.current().clone();
+            match w.apply(&batch) {
+                Ok(a) => {
+                    prop_assert!(!bogus);
+                    prop_assert_eq!(a.version.len(), staged.len());
+                    retired_total.extend(a.retired_slots);
+                    rules = staged;
+                    history.push((a.version, rules.clone()));
+                }
+                Err(e) => {
+                    prop_assert!(bogus, "unexpected error {}", e);
+                    prop_assert_eq!(e.error, UpdateError::UnknownId(u32::MAX));
+                    prop_assert!(Arc::ptr_eq(&before, w.current()));
+                }
+            }
+            // Slots: live ones are distinct and never a retired-unreleased one.
+            let mut live: Vec<Slot> = w.rules().map(|e| e.slot()).collect();
+            live.sort_unstable();
+            let n = live.len();
+            live.dedup();
+            prop_assert_eq!(live.len(), n);
+            prop_assert!(retired_total.iter().all(|s| live.binary_search(s).is_err()));
+            if bi % 3 == 2 {
+                // Pretend every older version is reclaimed.
+                let r = std::mem::take(&mut retired_total);
+                w.release_slots(&r, None);
+            }
+        }
+        if let Some(job) = job {
+            // Install a rebuild made from an older snapshot: changes since
+            // must survive.
+            let v = w.install(job.run());
+            history.push((v, rules.clone()));
+        }
+        let v = w.compact();
+        prop_assert_eq!(v.stats().overlay_rules, 0);
+        history.push((v, rules.clone()));
+        // Every version still answers for its own rule set.
+        for (v, rs) in &history {
+            check_version(v, rs, &keys)?;
+        }
+    }
+
+    #[test]
+    fn compiled_equals_definition(m in rule_match(), k in key()) {
+        prop_assert_eq!(compiled::Compiled::new(&m).matches(&k), m.matches(&k));
+    }
+}
+
+// ---------- batch errors ----------
+
+fn r(id: RuleId, prio: u32) -> Rule {
+    Rule {
+        id,
+        priority: prio,
+        matches: RuleMatch::default(),
+        actions: vec![],
+    }
+}
+
+#[test]
+fn batch_errors_are_atomic_and_named() {
+    let mut w = ClassifierWriter::new(Config {
+        capacity: 3,
+        ..Config::default()
+    });
+    w.apply(&[Update::Insert(r(1, 1))]).unwrap();
+    let before = w.current().clone();
+    let e = w
+        .apply(&[Update::Insert(r(2, 1)), Update::Insert(r(1, 5))])
+        .unwrap_err();
+    assert_eq!(
+        e,
+        BatchError {
+            index: 1,
+            error: UpdateError::DuplicateId(1)
+        }
+    );
+    assert!(Arc::ptr_eq(&before, w.current()));
+    assert!(w.get(2).is_none());
+    let e = w.apply(&[Update::Replace(r(9, 1))]).unwrap_err();
+    assert_eq!(e.error, UpdateError::UnknownId(9));
+    let mut bad = r(3, 1);
+    bad.matches.dscp = Some(99);
+    let e = w
+        .apply(&[Update::Delete(1), Update::Insert(bad)])
+        .unwrap_err();
+    assert_eq!(e.index, 1);
+    assert!(matches!(e.error, UpdateError::Invalid { id: 3, .. }));
+    assert!(w.get(1).is_some());
+    // Delete + re-insert of the same id in one batch is fine, new slot.
+    let a = w
+        .apply(&[Update::Delete(1), Update::Insert(r(1, 0))])
+        .unwrap();
+    assert_eq!(a.retired_slots, vec![0]);
+    assert_eq!(w.get(1).unwrap().slot(), 1);
+    // Capacity 3: slot 0 retired but not released, slot 1 used, 2 free.
+    w.apply(&[Update::Insert(r(5, 1))]).unwrap();
+    let e = w.apply(&[Update::Insert(r(6, 1))]).unwrap_err();
+    assert_eq!(e.error, UpdateError::Capacity(3));
+    let (set, mut wr) = CounterSet::new(1, 3);
+    wr[0].hit(0, 10, 1);
+    w.release_slots(&a.retired_slots, Some(&set));
+    assert_eq!(set.read(0), RuleStats::default());
+    w.apply(&[Update::Insert(r(6, 1))]).unwrap();
+    assert_eq!(w.get(6).unwrap().slot(), 0);
+}
+
+#[test]
+fn replace_keeps_slot_and_precedence_ties_by_id() {
+    let mut w = ClassifierWriter::new(Config::default());
+    w.apply(&[Update::Insert(r(7, 5)), Update::Insert(r(3, 5))])
+        .unwrap();
+    let k = Key::default();
+    assert_eq!(w.current().classify(&k).unwrap().id(), 3);
+    let slot = w.get(3).unwrap().slot();
+    let v = w.apply(&[Update::Replace(r(3, 6))]).unwrap().version;
+    assert_eq!(v.classify(&k).unwrap().id(), 7);
+    assert_eq!(w.get(3).unwrap().slot(), slot);
+}
+
+// ---------- ClassBench ----------
+
+/// The ClassBench files live in the shared data directory beside the
+/// repository (`<repo>/../shared/data/classbench`), or where
+/// `ACL_CLASSBENCH_DIR` points.
+fn data_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("ACL_CLASSBENCH_DIR") {
+        return d.into();
+    }
+    let beside =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/classbench");
+    if beside.exists() {
+        return beside;
+    }
+    "/work/shared/data/classbench".into()
+}
+
+fn load(path: &str) -> Option<String> {
+    match std::fs::read_to_string(data_dir().join(path)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            // The data set lives outside the repository; say so loudly.
+            eprintln!("ClassBench file {path} unavailable ({e}); skipping");
+            None
+        }
+    }
+}
+
+fn build(rules: &[Rule], cfg: Config) -> Arc<Classifier> {
+    let mut w = ClassifierWriter::new(cfg);
+    let batch: Vec<Update> = rules.iter().cloned().map(Update::Insert).collect();
+    w.apply(&batch).unwrap().version
+}
+
+fn tm_only() -> Config {
+    Config {
+        overlay_hard_limit: usize::MAX,
+        sync_rebuild_batch: usize::MAX,
+        ..Config::default()
+    }
+}
+
+fn ids(c: &Classifier, keys: &[Key]) -> Vec<Option<RuleId>> {
+    let mut out = vec![None; keys.len()];
+    c.classify_burst(keys, &mut out);
+    out.iter().map(|m| m.map(|e| e.id())).collect()
+}
+
+#[test]
+fn hypersplit_acl1_full_trace_matches_expected() {
+    let (Some(rs), Some(tr)) = (
+        load("hypersplit/acl1_10K"),
+        load("hypersplit/acl1_10K_trace"),
+    ) else {
+        return;
+    };
+    let rules = parse_rules(&rs).unwrap();
+    let trace = parse_trace(&tr).unwrap();
+    assert_eq!((rules.len(), trace.len()), (9603, 97000));
+    let c = build(&rules, Config::default());
+    let keys: Vec<Key> = trace.iter().map(|t| t.key).collect();
+    let got = ids(&c, &keys);
+    for (i, (t, g)) in trace.iter().zip(&got).enumerate() {
+        let want = match t.tag {
+            TraceTag::FirstMatch(id) => Some(id),
+            TraceTag::NoMatch => None,
+            TraceTag::Generator(_) => unreachable!(),
+        };
+        assert_eq!(*g, want, "trace line {}", i + 1);
+    }
+}
+
+#[test]
+fn lyxocs_acl2_trace_reference_sample_and_self_consistent() {
+    let (Some(rs), Some(tr)) = (load("lyxocs/acl2_10k"), load("lyxocs/acl2_10k_trace")) else {
+        return;
+    };
+    let rules = parse_rules(&rs).unwrap();
+    let trace = parse_trace(&tr).unwrap();
+    let keys: Vec<Key> = trace.iter().map(|t| t.key).collect();
+    let tree = build(&rules, Config::default());
+    let got = ids(&tree, &keys);
+    // Sample (every 37th header) against the linear reference; the
+    // generating rule must match its header.
+    let lin = Linear::new(&rules);
+    for (i, t) in trace.iter().enumerate().step_by(37) {
+        assert_eq!(
+            got[i],
+            lin.classify(&t.key).map(|x| x as u32),
+            "trace line {}",
+            i + 1
+        );
+        if let TraceTag::Generator(g) = t.tag {
+            assert!(rules[g as usize].matches.matches(&t.key));
+            assert!(got[i].unwrap() <= g);
+        }
+    }
+    // Full trace: an independently built tuple-space-only version agrees.
+    let tm = build(&rules, tm_only());
+    assert_eq!(tm.stats().base_rules, 0);
+    assert_eq!(ids(&tm, &keys), got);
+}
+
+#[test]
+fn lyxocs_acl1_with_churn() {
+    let Some(rs) = load("lyxocs/acl1_10k") else {
+        return;
+    };
+    let rules = parse_rules(&rs).unwrap();
+    // No trace ships for this set: headers are the low and high corners of
+    // every 7th rule's box (plus the rule's exact proto).
+    let keys: Vec<Key> = rules
+        .iter()
+        .step_by(7)
+        .flat_map(|r| {
+            let m = &r.matches;
+            let (s, sl) = m.src.unwrap().to_bits();
+            let (d, dl) = m.dst.unwrap().to_bits();
+            let hs = if sl == 32 { 0 } else { u32::MAX >> sl } as u128;
+            let hd = if dl == 32 { 0 } else { u32::MAX >> dl } as u128;
+            [
+                Key {
+                    src: s,
+                    dst: d,
+                    sport: m.sport.lo,
+                    dport: m.dport.lo,
+                    proto: m.proto.value,
+                    ..Key::default()
+                },
+                Key {
+                    src: s | hs,
+                    dst: d | hd,
+                    sport: m.sport.hi,
+                    dport: m.dport.hi,
+                    proto: m.proto.value,
+                    ..Key::default()
+                },
+            ]
+        })
+        .collect();
+    let mut w = ClassifierWriter::new(Config::default());
+    let batch: Vec<Update> = rules.iter().cloned().map(Update::Insert).collect();
+    let v0 = w.apply(&batch).unwrap().version;
+    let lin = Linear::new(&rules);
+    let want0: Vec<Option<RuleId>> = keys
+        .iter()
+        .map(|k| lin.classify(k).map(|x| x as u32))
+        .collect();
+    assert_eq!(ids(&v0, &keys), want0);
+    // Churn through the overlay: delete every 6th rule, re-add a tenth of
+    // them with better priority.
+    let mut batch = Vec::new();
+    let mut now: BTreeMap<RuleId, Rule> = rules.iter().map(|r| (r.id, r.clone())).collect();
+    for r in rules.iter().step_by(6) {
+        batch.push(Update::Delete(r.id));
+        now.remove(&r.id);
+    }
+    for r in rules.iter().step_by(50) {
+        let mut n = r.clone();
+        n.id += 100_000;
+        n.priority = r.priority / 2;
+        batch.push(Update::Insert(n.clone()));
+        now.insert(n.id, n);
+    }
+    let v1 = w.apply(&batch).unwrap().version;
+    assert!(v1.stats().dead_base_rules > 0 && v1.stats().overlay_rules > 0);
+    let now_rules: Vec<Rule> = now.values().cloned().collect();
+    let lin1 = Linear::new(&now_rules);
+    let want1: Vec<Option<RuleId>> = keys
+        .iter()
+        .map(|k| lin1.classify(k).map(|x| now_rules[x].id))
+        .collect();
+    assert_eq!(ids(&v1, &keys), want1);
+    assert_eq!(ids(&w.compact(), &keys), want1);
+    // The first version is untouched.
+    assert_eq!(ids(&v0, &keys), want0);
+}

@@ -1,0 +1,682 @@
+//! The base structure: an immutable multi-way range-split decision tree
+//! (HyperSplit-style, Qi et al. 2009) over `D` `u32` dimensions.
+//!
+//! * Optional first level: if every rule of the tree lies inside one 64Ki
+//!   slice of some dimension (true for the "specific source" / "specific
+//!   destination" groups, whose prefixes are >= /16), a 64Ki-entry table
+//!   indexed by the top 16 bits of that dimension replaces the top levels
+//!   with one load and no replication (rte_acl's first-byte idea).
+//! * Inner nodes split one dimension at up to 15 thresholds (one 64-byte
+//!   node; child = number of thresholds `< value`, children contiguous).
+//!   Thresholds and keys are sign-flipped so SSE2's signed compares do the
+//!   unsigned comparison; the count is a compare mask and one bit scan.
+//!   Splits are chosen per dimension to minimise the largest child, widened
+//!   while a piece still shrinks by >= 25%, and refused unless the largest
+//!   child is <= 7/8 of the node (which bounds replication on overlapping
+//!   sets: acl2's wildcard rules blew up to 17M nodes without it).
+//! * Leaves list candidate rules in precedence order, copied contiguously
+//!   into an arena; the first live rule whose full match holds wins.
+//!   Leaves keep *every* rule that intersects their region (no redundancy
+//!   pruning), so marking a rule dead in a later version needs no change to
+//!   the tree: the scan simply continues to the next candidate.
+//! * Lookups of a burst descend all lanes interleaved (each round issues
+//!   one independent node load per unfinished lane) before scanning leaves.
+
+use super::compiled::{flip, BoxRule, LeafRule};
+
+/// Leaf size under which a region is not split further.
+pub(crate) const LEAF_MAX: usize = 8;
+/// Depth limit (guards against pathological sets).
+const MAX_DEPTH: usize = 48;
+
+const KIND_INNER: u32 = 0;
+const KIND_LEAF: u32 = 2;
+const PAYLOAD: u32 = 0x03FF_FFFF;
+
+/// One 64-byte node. Word 15 = `kind:2 | dim:4 | payload:26`.
+/// Inner: words 0..15 thresholds (unused = `u32::MAX`), payload = first child.
+/// Leaves are *absorbing*: payload = the leaf's own index and the child
+/// offset is masked to 0, so a descent step is branch-free and a lane that
+/// reached its leaf stays there while the other lanes of a burst continue.
+/// Leaf: word 0 = offset of its candidates in `arena`, word 1 = count.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub(crate) struct Node([u32; 16]);
+
+/// `u32::MAX` in the sign-flipped threshold encoding (never `< v`).
+const FLIPPED_MAX: u32 = 0x7FFF_FFFF;
+
+impl Node {
+    /// Thresholds are stored sign-flipped (`t ^ 0x8000_0000`) so the lookup
+    /// compares them as `i32` against a flipped key: SSE2 has only signed
+    /// 32-bit compares.
+    fn inner(dim: usize, thr: &[u32], first_child: u32) -> Node {
+        let mut w = [FLIPPED_MAX; 16];
+        for (w, &t) in w.iter_mut().zip(thr) {
+            *w = flip(t) as u32;
+        }
+        w[15] = (KIND_INNER << 30) | ((dim as u32) << 26) | first_child;
+        Node(w)
+    }
+}
+
+/// Tuning knobs for the build (exposed for the benchmark's measurements).
+#[derive(Clone, Copy, Debug)]
+pub struct TreeParams {
+    /// Stop splitting at this many candidate rules.
+    pub leaf_max: usize,
+    /// Maximum fan-out of an inner node (2..=16).
+    pub fanout: usize,
+    /// A tree gets a direct-indexed first level (64Ki entries on the top 16
+    /// bits of one dimension) if it has at least this many rules ...
+    pub root_min_rules: usize,
+    /// ... and they fall into at least this many distinct 16-bit slices.
+    pub root_min_slices: usize,
+}
+
+impl Default for TreeParams {
+    fn default() -> Self {
+        TreeParams {
+            leaf_max: LEAF_MAX,
+            fanout: 16,
+            root_min_rules: 256,
+            root_min_slices: 16,
+        }
+    }
+}
+
+/// Size of one tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeStats {
+    pub v6: bool,
+    pub rules: usize,
+    pub nodes: usize,
+    pub leaves: usize,
+    /// Sum of leaf list lengths (replication).
+    pub leaf_rules: usize,
+    pub depth: usize,
+    pub mem_bytes: usize,
+}
+
+/// Immutable tree over rules sorted by precedence (rank 0 = best).
+#[derive(Clone, Debug)]
+pub(crate) struct Tree<const D: usize, const B: usize> {
+    nodes: Vec<Node>,
+    /// Build-time boxes (emptied after the build).
+    rules: Vec<BoxRule<D>>,
+    /// Each leaf's candidates, copied contiguously in precedence order
+    /// (sign-flipped boxes), so a leaf scan streams through adjacent lines
+    /// instead of chasing one rule per cache miss.
+    arena: Vec<LeafRule<B>>,
+    /// Build-time leaf lists (ranks), parallel to `arena`.
+    ext: Vec<u32>,
+    n_rules: usize,
+    first: u32,
+    /// An empty leaf where lanes that skip this tree wait.
+    park: usize,
+    depth: usize,
+    /// Optional direct-indexed first level: subtree root per value of the
+    /// top 16 bits of `root_dim` (indexed by the flipped value).
+    root: Vec<u32>,
+    root_dim: usize,
+}
+
+/// Result of choosing a split for one dimension.
+struct Split {
+    dim: usize,
+    cuts: Vec<u32>,
+    max_child: usize,
+    total: usize,
+}
+
+impl<const D: usize, const B: usize> Tree<D, B> {
+    /// Build over `rules`, which must be sorted by precedence.
+    pub fn build(rules: Vec<BoxRule<D>>, params: TreeParams) -> Self {
+        let mut t = Tree {
+            nodes: Vec::with_capacity(rules.len() / 2 + 1),
+            rules,
+            arena: Vec::new(),
+            ext: Vec::new(),
+            n_rules: 0,
+            first: u32::MAX,
+            park: 0,
+            depth: 0,
+            root: Vec::new(),
+            root_dim: 0,
+        };
+        let region = ([0u32; D], [u32::MAX; D]);
+        t.nodes.push(Node([0; 16]));
+        let mut scratch = Scratch::default();
+        match t.root_dim(params) {
+            Some(d) => {
+                // Every rule lies in one 64Ki-wide slice of `d`: split on
+                // the top 16 bits directly, no replication.
+                t.root_dim = d;
+                t.set_leaf(0, &[]); // shared by empty slices
+                let mut by_slice: Vec<(u32, u32)> = t
+                    .rules
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| (b.lo[d] >> 16, i as u32))
+                    .collect();
+                by_slice.sort_unstable();
+                t.root = vec![0; 1 << 16];
+                for group in by_slice.chunk_by(|a, b| a.0 == b.0) {
+                    let s = group[0].0;
+                    let at = t.nodes.len();
+                    t.nodes.push(Node([0; 16]));
+                    let mut sub = region;
+                    sub.0[d] = s << 16;
+                    sub.1[d] = (s << 16) | 0xFFFF;
+                    let list = group.iter().map(|x| x.1).collect();
+                    t.build_node(at, list, sub, 1, params, &mut scratch);
+                    t.root[(s ^ 0x8000) as usize] = at as u32;
+                }
+            }
+            None => {
+                let all: Vec<u32> = (0..t.rules.len() as u32).collect();
+                t.build_node(0, all, region, 0, params, &mut scratch);
+            }
+        }
+        t.park = t.nodes.len();
+        t.nodes.push(Node([0; 16]));
+        t.set_leaf(t.park, &[]);
+        t.arena = t
+            .ext
+            .iter()
+            .map(|&r| LeafRule::from_box(&t.rules[r as usize]))
+            .collect();
+        t.n_rules = t.rules.len();
+        t.first = t.rules.first().map_or(u32::MAX, |r| r.idx);
+        t.rules = Vec::new();
+        t.ext = Vec::new();
+        t
+    }
+
+    /// A dimension in which every rule lies within one 64Ki-aligned slice
+    /// and which has the most distinct slices (at least
+    /// `root_min_slices`), if any.
+    fn root_dim(&self, params: TreeParams) -> Option<usize> {
+        if self.rules.len() < params.root_min_rules.max(1) {
+            return None;
+        }
+        let mut best: Option<(usize, usize)> = None;
+        for d in 0..D {
+            if !self.rules.iter().all(|b| b.lo[d] >> 16 == b.hi[d] >> 16) {
+                continue;
+            }
+            let mut s: Vec<u32> = self.rules.iter().map(|b| b.lo[d] >> 16).collect();
+            s.sort_unstable();
+            s.dedup();
+            if s.len() >= params.root_min_slices && best.is_none_or(|(_, n)| s.len() > n) {
+                best = Some((d, s.len()));
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    pub fn stats(&self, v6: bool) -> TreeStats {
+        let mut leaves = 0;
+        let mut leaf_rules = 0;
+        for n in &self.nodes {
+            if n.0[15] >> 30 == KIND_LEAF {
+                leaves += 1;
+                leaf_rules += n.0[1] as usize;
+            }
+        }
+        TreeStats {
+            v6,
+            rules: self.n_rules,
+            nodes: self.nodes.len(),
+            leaves,
+            leaf_rules,
+            depth: self.depth,
+            mem_bytes: self.mem_bytes(),
+        }
+    }
+
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn mem_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.arena.capacity() * std::mem::size_of::<LeafRule<B>>()
+            + self.root.capacity() * 4
+    }
+
+    fn set_leaf(&mut self, at: usize, rules: &[u32]) {
+        let mut w = [0u32; 16];
+        w[0] = self.ext.len() as u32;
+        w[1] = rules.len() as u32;
+        self.ext.extend_from_slice(rules);
+        w[15] = (KIND_LEAF << 30) | at as u32;
+        self.nodes[at] = Node(w);
+    }
+
+    /// True if every point of `region` satisfies rule `r` (so no lower
+    /// ranked rule can be the first match while `r` is live).
+    fn covers(&self, r: u32, region: &([u32; D], [u32; D])) -> bool {
+        let b = &self.rules[r as usize];
+        (0..D).all(|d| b.lo[d] <= region.0[d] && b.hi[d] >= region.1[d])
+            && b.flags.mask == 0
+            && super::compiled::masked_exact(b.proto)
+    }
+
+    fn build_node(
+        &mut self,
+        at: usize,
+        rules: Vec<u32>,
+        region: ([u32; D], [u32; D]),
+        depth: usize,
+        params: TreeParams,
+        scratch: &mut Scratch,
+    ) {
+        self.depth = self.depth.max(depth + 1);
+        // Candidates up to (and including) the first covering rule are the
+        // ones that decide a lookup while nothing is dead.
+        let effective = rules
+            .iter()
+            .position(|&r| self.covers(r, &region))
+            .map_or(rules.len(), |p| p + 1);
+        if effective <= params.leaf_max || depth >= MAX_DEPTH {
+            self.set_leaf(at, &rules);
+            return;
+        }
+        let split = match self.choose_split(&rules, &region, params, scratch) {
+            Some(s) if s.max_child * 8 <= rules.len() * 7 => s,
+            _ => {
+                self.set_leaf(at, &rules);
+                return;
+            }
+        };
+        let k = split.cuts.len() + 1;
+        let first = self.nodes.len();
+        self.nodes[at] = Node::inner(split.dim, &split.cuts, first as u32);
+        self.nodes.extend(std::iter::repeat_n(Node([0; 16]), k));
+        // Distribute rules to children (each child list stays sorted).
+        let d = split.dim;
+        let mut lists: Vec<Vec<u32>> = (0..k).map(|_| Vec::new()).collect();
+        for &r in &rules {
+            let b = &self.rules[r as usize];
+            let lo = b.lo[d].max(region.0[d]);
+            let hi = b.hi[d].min(region.1[d]);
+            let c0 = split.cuts.partition_point(|&t| t < lo);
+            let c1 = split.cuts.partition_point(|&t| t < hi);
+            for l in &mut lists[c0..=c1] {
+                l.push(r);
+            }
+        }
+        drop(rules);
+        for (c, list) in lists.into_iter().enumerate() {
+            let mut sub = region;
+            if c > 0 {
+                sub.0[d] = split.cuts[c - 1] + 1;
+            }
+            if c < k - 1 {
+                sub.1[d] = split.cuts[c];
+            }
+            self.build_node(first + c, list, sub, depth + 1, params, scratch);
+        }
+    }
+
+    /// Best split over all dimensions: minimise the largest child, then the
+    /// total (replication).
+    fn choose_split(
+        &self,
+        rules: &[u32],
+        region: &([u32; D], [u32; D]),
+        params: TreeParams,
+        scratch: &mut Scratch,
+    ) -> Option<Split> {
+        let mut best: Option<Split> = None;
+        for d in 0..D {
+            if region.0[d] == region.1[d] {
+                continue;
+            }
+            if let Some(s) = self.split_dim(rules, region, d, params, scratch) {
+                let better = match &best {
+                    None => true,
+                    Some(b) => (s.max_child, s.total) < (b.max_child, b.total),
+                };
+                if better {
+                    best = Some(s);
+                }
+            }
+        }
+        best
+    }
+
+    /// Cuts for dimension `d`: repeatedly bisect the largest piece at the
+    /// point that minimises its larger half, up to the fan-out.
+    fn split_dim(
+        &self,
+        rules: &[u32],
+        region: &([u32; D], [u32; D]),
+        d: usize,
+        params: TreeParams,
+        scratch: &mut Scratch,
+    ) -> Option<Split> {
+        let (rlo, rhi) = (region.0[d], region.1[d]);
+        scratch.iv.clear();
+        for &r in rules {
+            let b = &self.rules[r as usize];
+            scratch.iv.push((b.lo[d].max(rlo), b.hi[d].min(rhi)));
+        }
+        // Pieces: (lo, hi) value ranges with their interval lists implicit.
+        let mut cuts: Vec<u32> = Vec::new();
+        let n = rules.len();
+        let c = best_cut(&scratch.iv, rlo, rhi, &mut scratch.a, &mut scratch.b)?;
+        if c.1 >= n {
+            return None;
+        }
+        cuts.push(c.0);
+        // Grow the fan-out while the biggest piece still splits well.
+        while cuts.len() + 1 < params.fanout {
+            // Evaluate each piece's size; bisect the largest.
+            let mut pieces: Vec<(usize, u32, u32)> = Vec::with_capacity(cuts.len() + 1);
+            let mut lo = rlo;
+            for (i, &t) in cuts.iter().enumerate() {
+                pieces.push((i, lo, t));
+                lo = t + 1;
+            }
+            pieces.push((cuts.len(), lo, rhi));
+            let mut best_piece: Option<(usize, u32, usize)> = None; // (size, cut, new max)
+            for &(_, plo, phi) in &pieces {
+                if plo == phi {
+                    continue;
+                }
+                scratch.iv2.clear();
+                scratch.iv2.extend(
+                    scratch
+                        .iv
+                        .iter()
+                        .filter(|&&(a, b)| a <= phi && b >= plo)
+                        .map(|&(a, b)| (a.max(plo), b.min(phi))),
+                );
+                let size = scratch.iv2.len();
+                if size <= params.leaf_max {
+                    continue;
+                }
+                if let Some((cut, m)) =
+                    best_cut(&scratch.iv2, plo, phi, &mut scratch.a, &mut scratch.b)
+                {
+                    // Only worth a wider node if it shrinks the piece well.
+                    if m * 4 <= size * 3 && best_piece.is_none_or(|(s, _, _)| size > s) {
+                        best_piece = Some((size, cut, m));
+                    }
+                }
+            }
+            match best_piece {
+                Some((_, cut, _)) => {
+                    let pos = cuts.partition_point(|&t| t < cut);
+                    cuts.insert(pos, cut);
+                }
+                None => break,
+            }
+        }
+        // Child sizes.
+        let k = cuts.len() + 1;
+        scratch.counts.clear();
+        scratch.counts.resize(k + 1, 0);
+        for &(a, b) in &scratch.iv {
+            let c0 = cuts.partition_point(|&t| t < a);
+            let c1 = cuts.partition_point(|&t| t < b);
+            scratch.counts[c0] += 1;
+            scratch.counts[c1 + 1] -= 1;
+        }
+        let (mut run, mut max_child, mut total) = (0i64, 0usize, 0usize);
+        for &c in &scratch.counts[..k] {
+            run += c;
+            max_child = max_child.max(run as usize);
+            total += run as usize;
+        }
+        Some(Split {
+            dim: d,
+            cuts,
+            max_child,
+            total,
+        })
+    }
+
+    /// Base index of the best rule in this tree (rules are in precedence
+    /// order); `u32::MAX` if empty.
+    pub fn first_idx(&self) -> u32 {
+        self.first
+    }
+
+    /// First node of a descent: the root, or the root table's subtree.
+    #[inline(always)]
+    fn start(&self, p: &[i32; D]) -> usize {
+        if self.root.is_empty() {
+            0
+        } else {
+            self.root[(p[self.root_dim] as u32 >> 16) as usize] as usize
+        }
+    }
+
+    /// Node index of the leaf containing the (flipped) point `p`.
+    #[inline(always)]
+    pub fn descend(&self, p: &[i32; D]) -> usize {
+        let mut n = self.start(p);
+        loop {
+            let next = self.step(n, p);
+            if next == n {
+                return n;
+            }
+            n = next;
+        }
+    }
+
+    /// One branch-free descent step; a leaf maps to itself.
+    #[inline(always)]
+    fn step(&self, n: usize, p: &[i32; D]) -> usize {
+        let node = &self.nodes[n].0;
+        let meta = node[15];
+        let dim = ((meta >> 26) & 0xF) as usize;
+        let v = if dim < D { p[dim] } else { 0 };
+        let inner = ((meta >> 30 == KIND_INNER) as u32).wrapping_neg();
+        (meta & PAYLOAD) as usize + (child_index(node, v) & inner) as usize
+    }
+
+    /// Descend the lanes in `live` of a burst, interleaved so the node
+    /// loads of different packets overlap; each lane leaves the loop when it
+    /// reaches its leaf. Lanes not in `live` are set to an empty leaf.
+    /// (A lock-step variant without per-lane branches measured slower: it
+    /// runs every lane to the deepest lane's depth.)
+    #[inline(always)]
+    pub fn descend_burst(&self, pts: &[[i32; D]], node: &mut [usize], mut live: u32) {
+        for (i, (n, p)) in node.iter_mut().zip(pts).enumerate() {
+            *n = if live >> i & 1 != 0 {
+                self.start(p)
+            } else {
+                self.park
+            };
+        }
+        while live != 0 {
+            let mut m = live;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let next = self.step(node[i], &pts[i]);
+                if next == node[i] {
+                    live &= !(1 << i);
+                }
+                node[i] = next;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn leaf_list(&self, leaf: usize) -> &[LeafRule<B>] {
+        let node = &self.nodes[leaf].0;
+        let off = node[0] as usize;
+        &self.arena[off..off + node[1] as usize]
+    }
+
+    /// Diagnostic: (nodes visited, rules checked) for one lookup.
+    pub fn cost(&self, p: &[i32; D], ex: u64, bound: u32) -> (usize, usize) {
+        let mut n = self.start(p);
+        let mut steps = 1;
+        loop {
+            let next = self.step(n, p);
+            if next == n {
+                break;
+            }
+            n = next;
+            steps += 1;
+        }
+        let mut checks = 0;
+        for b in self.leaf_list(n) {
+            if b.idx >= bound {
+                break;
+            }
+            checks += 1;
+            if b.matches(p, ex) {
+                break;
+            }
+        }
+        (steps, checks)
+    }
+
+    /// First live rule of leaf `leaf` matching the point with base index
+    /// `< bound`.
+    #[inline(always)]
+    pub fn scan_leaf(
+        &self,
+        leaf: usize,
+        p: &[i32; D],
+        ex: u64,
+        dead: Option<&[u64]>,
+        bound: u32,
+    ) -> Option<u32> {
+        for b in self.leaf_list(leaf) {
+            if b.idx >= bound {
+                return None;
+            }
+            if b.matches(p, ex) {
+                match dead {
+                    Some(dead) if dead[(b.idx >> 6) as usize] >> (b.idx & 63) & 1 != 0 => {}
+                    _ => return Some(b.idx),
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Number of thresholds `< v`. Thresholds are sorted (unused ones are
+/// `u32::MAX`), so the comparison bits form a run of ones from bit 0 and
+/// the count is the run's length: a compare mask and one bit scan (BSF is
+/// baseline x86-64; a popcount would be emulated without `-C target-cpu`).
+#[inline(always)]
+fn child_index(node: &[u32; 16], v: i32) -> u32 {
+    // All 16 words are compared (one whole number of vectors); bit 15, the
+    // meta word, is then cleared.
+    let mut mask = 0u32;
+    for (i, &t) in node.iter().enumerate() {
+        mask |= (((t as i32) < v) as u32) << i;
+    }
+    (!(mask & 0x7FFF)).trailing_zeros()
+}
+
+#[derive(Default)]
+struct Scratch {
+    iv: Vec<(u32, u32)>,
+    iv2: Vec<(u32, u32)>,
+    a: Vec<u32>,
+    b: Vec<u32>,
+    counts: Vec<i64>,
+}
+
+/// Best single cut `c` in `[lo, hi)` for intervals `iv` (clipped to
+/// `[lo, hi]`): minimises `max(#{a <= c}, #{b > c})`. Returns the cut and
+/// that maximum, or `None` if no cut separates anything.
+fn best_cut(
+    iv: &[(u32, u32)],
+    lo: u32,
+    hi: u32,
+    a: &mut Vec<u32>,
+    b: &mut Vec<u32>,
+) -> Option<(u32, usize)> {
+    let n = iv.len();
+    a.clear();
+    b.clear();
+    a.extend(iv.iter().map(|x| x.0));
+    b.extend(iv.iter().map(|x| x.1));
+    a.sort_unstable();
+    b.sort_unstable();
+    // Candidate cuts c in [lo, hi): interval ends (b) and starts minus one
+    // (a - 1), visited in increasing order by merging the two sorted lists.
+    // left(c) = #{a <= c}, right(c) = #{b > c}.
+    let mut best: Option<(u32, usize)> = None;
+    let (mut ia, mut ib) = (0usize, 0usize); // candidate cursors
+    let (mut ca, mut cb) = (0usize, 0usize); // count cursors
+    let mut last: Option<u32> = None;
+    loop {
+        while ia < n && a[ia] <= lo {
+            ia += 1;
+        }
+        let next_a = (ia < n).then(|| a[ia] - 1);
+        let next_b = (ib < n).then(|| b[ib]);
+        let c = match (next_a, next_b) {
+            (None, None) => break,
+            (Some(x), None) => {
+                ia += 1;
+                x
+            }
+            (None, Some(y)) => {
+                ib += 1;
+                y
+            }
+            (Some(x), Some(y)) => {
+                if x <= y {
+                    ia += 1;
+                    x
+                } else {
+                    ib += 1;
+                    y
+                }
+            }
+        };
+        if c >= hi {
+            break;
+        }
+        if last == Some(c) {
+            continue;
+        }
+        last = Some(c);
+        while ca < n && a[ca] <= c {
+            ca += 1;
+        }
+        while cb < n && b[cb] <= c {
+            cb += 1;
+        }
+        let m = ca.max(n - cb);
+        if best.is_none_or(|(_, bm)| m < bm) {
+            best = Some((c, m));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_cut_separates() {
+        let iv = [(0, 10), (20, 30), (40, 50), (60, 70)];
+        let (c, m) = best_cut(&iv, 0, 100, &mut Vec::new(), &mut Vec::new()).unwrap();
+        assert_eq!(m, 2);
+        assert!((30..40).contains(&c), "cut {c}");
+        // Fully overlapping intervals: a cut cannot help.
+        let iv = [(0, 100), (0, 100)];
+        let r = best_cut(&iv, 0, 100, &mut Vec::new(), &mut Vec::new());
+        assert!(r.is_none_or(|(_, m)| m == 2));
+    }
+}

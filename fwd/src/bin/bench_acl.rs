@@ -1,0 +1,810 @@
+//! Classifier benchmark: lookups, builds, updates and memory, side by side
+//! with DPDK's `dpdk-test-acl` on the same rules and traces.
+//!
+//! Run (release, pinned to one CPU):
+//! `taskset -c 1 target/release/bench_acl [DATA_DIR] > report.md`;
+//! `DATA_DIR` defaults to `<repo>/../shared/data/classbench`. Tuning aids:
+//! `BENCH_ACL_SWEEP=1` (tree parameters), `BENCH_ACL_OVERLAY=1` (cost of a
+//! 64-rule overlay). DPDK is run as
+//! `dpdk-test-acl -l 1 --no-pci --no-huge -m 1024 --no-shconf --no-telemetry`
+//! if it is on PATH; its build time comes from the LD_PRELOAD shim
+//! deploy/bench/acl_build_timer.c (compiled with `cc` into a temp dir), its
+//! memory from the ACL library's debug log ("runtime memory footprint").
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fwd::acl::{
+    parse_rules, parse_trace, Classifier, ClassifierWriter, Config, IpPrefix, Key, Linear, Rule,
+    RuleMatch, TraceTag, Update,
+};
+
+const BURST: usize = 32;
+
+/// xorshift64*: deterministic, dependency-free.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn v4_bits(p: Option<IpPrefix>) -> (u32, u8) {
+    match p {
+        Some(IpPrefix::V4 { addr, len }) => (u32::from(addr), len),
+        _ => (0, 0),
+    }
+}
+
+/// A header inside rule `r`'s box, ClassBench trace_generator style.
+fn point_in(r: &RuleMatch, rng: &mut Rng) -> Key {
+    let pick = |p: Option<IpPrefix>, rng: &mut Rng| {
+        let (a, l) = v4_bits(p);
+        let host = if l == 32 { 0 } else { u32::MAX >> l };
+        (a | (rng.next() as u32 & host)) as u128
+    };
+    let port = |lo: u16, hi: u16, rng: &mut Rng| lo + rng.below(hi as u64 - lo as u64 + 1) as u16;
+    let proto = if r.proto.mask == 0xFF {
+        r.proto.value
+    } else {
+        [6u8, 17, 1, 47][rng.below(4) as usize]
+    };
+    Key {
+        src: pick(r.src, rng),
+        dst: pick(r.dst, rng),
+        sport: port(r.sport.lo, r.sport.hi, rng),
+        dport: port(r.dport.lo, r.dport.hi, rng),
+        proto,
+        tcp_flags: r.tcp_flags.value | (rng.next() as u8 & !r.tcp_flags.mask),
+        ..Key::default()
+    }
+}
+
+fn rule_line(r: &Rule) -> String {
+    let m = &r.matches;
+    let (s, sl) = v4_bits(m.src);
+    let (d, dl) = v4_bits(m.dst);
+    format!(
+        "@{}/{}\t{}/{}\t{} : {}\t{} : {}\t0x{:02X}/0x{:02X}\t0x{:04X}/0x{:04X}\t",
+        Ipv4Addr::from(s),
+        sl,
+        Ipv4Addr::from(d),
+        dl,
+        m.sport.lo,
+        m.sport.hi,
+        m.dport.lo,
+        m.dport.hi,
+        m.proto.value,
+        m.proto.mask,
+        m.tcp_flags.value,
+        m.tcp_flags.mask
+    )
+}
+
+fn trace_line(k: &Key) -> String {
+    format!(
+        "{}\t{}\t{}\t{}\t{}\t{}\t0",
+        k.src as u32,
+        k.dst as u32,
+        k.sport,
+        k.dport,
+        k.proto,
+        (k.tcp_flags as u64) << 16
+    )
+}
+
+fn write_lines(path: &Path, lines: impl Iterator<Item = String>) {
+    let mut s = String::new();
+    for l in lines {
+        s.push_str(&l);
+        s.push('\n');
+    }
+    std::fs::write(path, s).expect("write temp file");
+}
+
+fn build(rules: &[Rule], cfg: Config) -> (ClassifierWriter, Arc<Classifier>, Duration) {
+    let mut w = ClassifierWriter::new(cfg);
+    let batch: Vec<Update> = rules.iter().cloned().map(Update::Insert).collect();
+    let t = Instant::now();
+    let v = w.apply(&batch).expect("valid rules").version;
+    let d = t.elapsed();
+    (w, v, d)
+}
+
+fn tm_only() -> Config {
+    Config {
+        overlay_hard_limit: usize::MAX,
+        sync_rebuild_batch: usize::MAX,
+        ..Config::default()
+    }
+}
+
+/// ns/packet over the whole trace in bursts of `BURST`, two ways:
+/// (minimum over 40 single passes, best-of-3 of the mean over 20 passes).
+/// The second is how dpdk-test-acl measures (mean over `--iter=20` passes,
+/// and we keep its best of 5 runs); the first is robust against other load
+/// on a shared machine.
+fn lookup_ns2(c: &Classifier, keys: &[Key]) -> (f64, f64) {
+    let mut out = [None; BURST];
+    let mut pass = || {
+        let mut acc = 0u64;
+        for chunk in keys.chunks(BURST) {
+            c.classify_burst(chunk, &mut out[..chunk.len()]);
+            for m in &out[..chunk.len()] {
+                acc += m.map_or(0, |e| e.slot() as u64);
+            }
+        }
+        black_box(acc);
+    };
+    pass();
+    let mut best = f64::MAX;
+    for _ in 0..40 {
+        let t = Instant::now();
+        pass();
+        best = best.min(t.elapsed().as_nanos() as f64 / keys.len() as f64);
+    }
+    let mut mean = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        for _ in 0..20 {
+            pass();
+        }
+        mean = mean.min(t.elapsed().as_nanos() as f64 / (20 * keys.len()) as f64);
+    }
+    (best, mean)
+}
+
+fn lookup_ns(c: &Classifier, keys: &[Key]) -> f64 {
+    lookup_ns2(c, keys).0
+}
+
+fn pct(v: &mut [u64], p: f64) -> u64 {
+    v.sort_unstable();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+#[derive(Default, Debug, Clone)]
+struct Dpdk {
+    pkt_per_sec: Option<f64>,
+    cycles_per_pkt: Option<f64>,
+    build_ns: Option<u64>,
+    mem_bytes: Option<u64>,
+}
+
+struct DpdkEnv {
+    shim: Option<PathBuf>,
+    tmp: PathBuf,
+    /// At least 1 GB of free 2 MB hugepages: run with `--in-memory` instead
+    /// of `--no-huge` (rte_acl's tens of MB then sit on huge TLB entries).
+    hugepages: bool,
+}
+
+fn free_hugepages() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("HugePages_Free:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+impl DpdkEnv {
+    fn new(tmp: &Path) -> Option<DpdkEnv> {
+        let ok = Command::new("dpdk-test-acl")
+            .arg("--version")
+            .output()
+            .is_ok();
+        if !ok {
+            return None;
+        }
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/bench/acl_build_timer.c");
+        let src = if src.exists() {
+            src
+        } else {
+            PathBuf::from("/work/main/deploy/bench/acl_build_timer.c")
+        };
+        let so = tmp.join("libacl_build_timer.so");
+        let shim = Command::new("cc")
+            .args(["-O2", "-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .arg("-ldl")
+            .status()
+            .ok()
+            .filter(|s| s.success())
+            .map(|_| so);
+        Some(DpdkEnv {
+            shim,
+            tmp: tmp.to_path_buf(),
+            hugepages: free_hugepages() >= 512,
+        })
+    }
+
+    fn run(&self, rules: &Path, trace: &Path, ntrace: usize, alg: &str, iter: usize) -> Dpdk {
+        let mut cmd = Command::new("dpdk-test-acl");
+        if let Some(s) = &self.shim {
+            cmd.env("LD_PRELOAD", s);
+        }
+        cmd.env("RUNTIME_DIRECTORY", &self.tmp);
+        cmd.args([
+            "-l",
+            "1",
+            "--no-pci",
+            "--no-telemetry",
+            "--log-level=lib.acl:debug",
+        ]);
+        if self.hugepages {
+            cmd.arg("--in-memory");
+        } else {
+            cmd.args(["--no-huge", "-m", "1024", "--no-shconf"]);
+        }
+        cmd.arg(format!("--file-prefix=acl{}", std::process::id()));
+        cmd.arg("--");
+        cmd.arg(format!("--rulesf={}", rules.display()));
+        cmd.arg(format!("--tracef={}", trace.display()));
+        cmd.arg(format!("--tracenum={ntrace}"));
+        cmd.arg(format!("--tracestep={BURST}"));
+        cmd.arg(format!("--iter={iter}"));
+        cmd.arg(format!("--alg={alg}"));
+        cmd.arg("--verbose=0");
+        let mut r = Dpdk::default();
+        let Ok(out) = cmd.output() else {
+            return r;
+        };
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("acl_build_timer: rte_acl_build ") {
+                r.build_ns = rest.split_whitespace().next().and_then(|x| x.parse().ok());
+            } else if let Some(rest) = line.strip_prefix("total: ") {
+                r.mem_bytes = rest.split_whitespace().next().and_then(|x| x.parse().ok());
+            } else if line.starts_with("search_ip5tuples  @lcore") {
+                // "... 87.52 cycles/pkt, 29706715.10 pkt/sec"
+                let f: Vec<&str> = line.split_whitespace().collect();
+                for w in f.windows(2) {
+                    if w[1].starts_with("cycles/pkt") {
+                        r.cycles_per_pkt = w[0].parse().ok();
+                    }
+                    if w[1].starts_with("pkt/sec") {
+                        r.pkt_per_sec = w[0].parse().ok();
+                    }
+                }
+            }
+        }
+        r
+    }
+}
+
+struct BenchSet<'a> {
+    name: &'static str,
+    rules: &'a [Rule],
+    keys: Vec<Key>,
+    rpath: PathBuf,
+    tpath: PathBuf,
+}
+
+fn cmd_out(c: &str, args: &[&str]) -> String {
+    Command::new(c)
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn mb(b: u64) -> String {
+    format!("{:.1} MB", b as f64 / 1e6)
+}
+
+fn main() {
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/classbench");
+    let data = match std::env::args().nth(1) {
+        Some(d) => PathBuf::from(d),
+        None if beside.exists() => beside,
+        None => PathBuf::from("/work/shared/data/classbench"),
+    };
+    if std::env::var_os("BENCH_ACL_OVERLAY").is_some() {
+        let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
+        let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");
+        let acl2 = parse_rules(&read("lyxocs/acl2_10k")).expect("acl2");
+        let mut rng = Rng(0x5EED_AC11);
+        let keys: Vec<Key> = (0..100_000)
+            .map(|_| {
+                point_in(
+                    &acl1[rng.below(acl1.len() as u64) as usize].matches,
+                    &mut rng,
+                )
+            })
+            .collect();
+        let (mut w, v0, _) = build(&acl1, Config::default());
+        let batch: Vec<Update> = acl2[..64]
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut r = r.clone();
+                r.id = 2_000_000 + i as u32;
+                r.priority = (i * 150) as u32;
+                Update::Insert(r)
+            })
+            .collect();
+        let v1 = w.apply(&batch).expect("batch").version;
+        println!("{:?}", v1.stats());
+        for _ in 0..20 {
+            println!("{:.1} {:.1}", lookup_ns(&v0, &keys), lookup_ns(&v1, &keys));
+        }
+        return;
+    }
+    if std::env::var_os("BENCH_ACL_SWEEP").is_some() {
+        sweep(&data);
+        return;
+    }
+    let tmp = std::env::temp_dir().join(format!("bench_acl.{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let dpdk = DpdkEnv::new(&tmp);
+    let mut md = String::new();
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    let _ = writeln!(md, "## Run\n");
+    let _ = writeln!(
+        md,
+        "- date: {}",
+        cmd_out("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+    );
+    let _ = writeln!(
+        md,
+        "- cpu: {model}, {} CPUs online",
+        std::fs::read_to_string("/proc/cpuinfo").map_or(0, |s| s
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count())
+    );
+    let _ = writeln!(
+        md,
+        "- DPDK: {}",
+        cmd_out("pkg-config", &["--modversion", "libdpdk"])
+    );
+    let _ = writeln!(md, "- burst {BURST}, single core, 1 category");
+    let _ = writeln!(
+        md,
+        "- dpdk-test-acl EAL memory: {}\n",
+        match &dpdk {
+            Some(d) if d.hugepages => "--in-memory (2 MB hugepages)",
+            Some(_) => "--no-huge -m 1024 (4 KB pages: no hugepages configured)",
+            None => "dpdk-test-acl not found",
+        }
+    );
+
+    let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
+    let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");
+    let acl2 = parse_rules(&read("lyxocs/acl2_10k")).expect("acl2");
+    let hs = parse_rules(&read("hypersplit/acl1_10K")).expect("hs");
+    let acl2_trace = parse_trace(&read("lyxocs/acl2_10k_trace")).expect("trace");
+    let hs_trace = parse_trace(&read("hypersplit/acl1_10K_trace")).expect("trace");
+    // acl1_10k ships without a trace: 100k headers, each a random point of
+    // a random rule (seeded, reproducible).
+    let mut rng = Rng(0x5EED_AC11);
+    let acl1_keys: Vec<Key> = (0..100_000)
+        .map(|_| {
+            point_in(
+                &acl1[rng.below(acl1.len() as u64) as usize].matches,
+                &mut rng,
+            )
+        })
+        .collect();
+    let acl1_trace_path = tmp.join("acl1_10k_trace");
+    write_lines(&acl1_trace_path, acl1_keys.iter().map(trace_line));
+
+    // ---------------- lookups ----------------
+    let _ = writeln!(
+        md,
+        "## Lookup, ns/packet (cycles/packet at the TSC rate DPDK reports)\n"
+    );
+    let _ = writeln!(
+        md,
+        "| set | trace | ours: tree+overlay, min pass / mean of 20 | ours: tuple space only, min / mean | dpdk avx512x16 | dpdk avx2 | dpdk sse | dpdk scalar | check |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    let sets = [
+        BenchSet {
+            name: "lyxocs acl1_10k",
+            rules: &acl1,
+            keys: acl1_keys.clone(),
+            rpath: data.join("lyxocs/acl1_10k"),
+            tpath: acl1_trace_path.clone(),
+        },
+        BenchSet {
+            name: "lyxocs acl2_10k",
+            rules: &acl2,
+            keys: acl2_trace.iter().map(|t| t.key).collect(),
+            rpath: data.join("lyxocs/acl2_10k"),
+            tpath: data.join("lyxocs/acl2_10k_trace"),
+        },
+        BenchSet {
+            name: "hypersplit acl1_10K",
+            rules: &hs,
+            keys: hs_trace.iter().map(|t| t.key).collect(),
+            rpath: data.join("hypersplit/acl1_10K"),
+            tpath: data.join("hypersplit/acl1_10K_trace"),
+        },
+    ];
+    let mut mem_rows = Vec::new();
+    let mut tsc_ghz = None;
+    for BenchSet {
+        name,
+        rules,
+        keys,
+        rpath,
+        tpath,
+    } in &sets
+    {
+        let (_w, tree, _) = build(rules, Config::default());
+        let (_w2, tm, _) = build(rules, tm_only());
+        // Correctness on the benchmark's own input.
+        let check = if *name == "hypersplit acl1_10K" {
+            let mut out = vec![None; keys.len()];
+            tree.classify_burst(keys, &mut out);
+            let bad = hs_trace
+                .iter()
+                .zip(&out)
+                .filter(|(t, m)| {
+                    let want = match t.tag {
+                        TraceTag::FirstMatch(id) => Some(id),
+                        _ => None,
+                    };
+                    m.map(|e| e.id()) != want
+                })
+                .count();
+            format!("{bad} mismatches vs trace column")
+        } else {
+            let lin = Linear::new(rules);
+            let mut out = vec![None; keys.len()];
+            tree.classify_burst(keys, &mut out);
+            let bad = keys
+                .iter()
+                .zip(&out)
+                .step_by(10)
+                .filter(|(k, m)| lin.classify(k).map(|i| rules[i].id) != m.map(|e| e.id()))
+                .count();
+            format!("{bad} mismatches vs linear (1/10 sample)")
+        };
+        let (ns_tree, ns_tree_mean) = lookup_ns2(&tree, keys);
+        let (ns_tm, ns_tm_mean) = lookup_ns2(&tm, keys);
+        let mut cells = Vec::new();
+        let mut dpdk_mem = None;
+        for alg in ["avx512x16", "avx2", "sse", "scalar"] {
+            // Best of 5 runs.
+            let r = (0..5)
+                .filter_map(|_| {
+                    dpdk.as_ref()
+                        .map(|d| d.run(rpath, tpath, keys.len(), alg, 20))
+                })
+                .max_by(|a, b| {
+                    a.pkt_per_sec
+                        .unwrap_or(0.0)
+                        .total_cmp(&b.pkt_per_sec.unwrap_or(0.0))
+                })
+                .unwrap_or_default();
+            if let (Some(c), Some(p)) = (r.cycles_per_pkt, r.pkt_per_sec) {
+                tsc_ghz.get_or_insert(c * p / 1e9);
+                cells.push(format!("{:.1} ({:.0} cyc)", 1e9 / p, c));
+            } else {
+                cells.push("n/a".into());
+            }
+            dpdk_mem = dpdk_mem.or(r.mem_bytes);
+        }
+        let cyc = |ns: f64| tsc_ghz.map_or(String::new(), |g| format!(" ({:.0} cyc)", ns * g));
+        let _ = writeln!(
+            md,
+            "| {name} | {} hdrs | {ns_tree:.1}{} / {ns_tree_mean:.1} | {ns_tm:.1}{} / {ns_tm_mean:.1} | {} | {check} |",
+            keys.len(),
+            cyc(ns_tree),
+            cyc(ns_tm),
+            cells.join(" | ")
+        );
+        let s = tree.stats();
+        mem_rows.push(format!(
+            "| {name} | {} ({} trees, {} nodes, depth {}) | {} | {} | {} |",
+            mb(s.mem_bytes as u64),
+            s.trees,
+            s.tree_nodes,
+            s.max_depth,
+            mb(tm.stats().mem_bytes as u64),
+            mb(s.rule_bytes as u64),
+            dpdk_mem.map_or("n/a".into(), mb)
+        ));
+    }
+
+    // ---------------- memory ----------------
+    let _ = writeln!(md, "\n## Memory of the lookup structures\n");
+    let _ = writeln!(
+        md,
+        "| set | ours: tree+overlay lookup structures | ours: tuple space only | ours: rule records | dpdk rte_acl runtime |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for r in &mem_rows {
+        let _ = writeln!(md, "{r}");
+    }
+
+    // ---------------- builds ----------------
+    // 50k: the three 10k sets concatenated (28,730 rules), then the same
+    // rules again with the first source octet xor 0x40 (destination if the
+    // source is shorter than /8), truncated to 50,000; priority = position.
+    let mut all: Vec<Rule> = acl1.iter().chain(&acl2).chain(&hs).cloned().collect();
+    let n0 = all.len();
+    for i in 0..n0 {
+        let mut r = all[i].clone();
+        let flip = |p: &mut Option<IpPrefix>| match p {
+            Some(IpPrefix::V4 { addr, len }) if *len >= 8 => {
+                *addr = Ipv4Addr::from(u32::from(*addr) ^ 0x4000_0000);
+                true
+            }
+            _ => false,
+        };
+        if !flip(&mut r.matches.src) {
+            flip(&mut r.matches.dst);
+        }
+        all.push(r);
+    }
+    all.truncate(50_000);
+    for (i, r) in all.iter_mut().enumerate() {
+        r.id = i as u32;
+        r.priority = i as u32;
+    }
+    let set50k = all;
+    let build_sets: Vec<(String, Vec<Rule>)> = vec![
+        ("acl1 first 1k".into(), acl1[..1000].to_vec()),
+        ("acl2 first 1k".into(), acl2[..1000].to_vec()),
+        ("lyxocs acl1_10k".into(), acl1.clone()),
+        ("lyxocs acl2_10k".into(), acl2.clone()),
+        ("hypersplit acl1_10K".into(), hs.clone()),
+        ("50k (generated)".into(), set50k.clone()),
+    ];
+    let _ = writeln!(
+        md,
+        "\n## Build time (whole rule set, one batch; median of 3)\n"
+    );
+    let _ = writeln!(
+        md,
+        "| rules | n | ours | dpdk rte_acl_build | ours mem | dpdk mem |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let tiny_trace = tmp.join("tiny_trace");
+    write_lines(&tiny_trace, acl1_keys[..64].iter().map(trace_line));
+    for (name, rules) in &build_sets {
+        let mut ts: Vec<u64> = Vec::new();
+        let mut mem = 0;
+        for _ in 0..3 {
+            let (_w, v, d) = build(rules, Config::default());
+            ts.push(d.as_micros() as u64);
+            mem = v.stats().mem_bytes;
+        }
+        let ours = pct(&mut ts, 0.5);
+        let rp = tmp.join("rules");
+        write_lines(&rp, rules.iter().map(rule_line));
+        let r = dpdk
+            .as_ref()
+            .map(|d| d.run(&rp, &tiny_trace, 64, "avx512x16", 1))
+            .unwrap_or_default();
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {:.1} ms | {} | {} | {} |",
+            rules.len(),
+            ours as f64 / 1e3,
+            r.build_ns
+                .map_or("n/a".into(), |n| format!("{:.1} ms", n as f64 / 1e6)),
+            mb(mem as u64),
+            r.mem_bytes.map_or("n/a".into(), mb)
+        );
+    }
+
+    // ---------------- single-rule updates ----------------
+    let _ = writeln!(
+        md,
+        "\n## Single-rule updates on acl1_10k (time to produce the new version)\n"
+    );
+    let (mut w, _, _) = build(&acl1, Config::default());
+    let mut ins = Vec::new();
+    let mut del_ov = Vec::new();
+    let mut del_base = Vec::new();
+    let mut rebuild_run = Vec::new();
+    let mut install = Vec::new();
+    let mut maybe_rebuild = |w: &mut ClassifierWriter| {
+        if w.needs_rebuild() {
+            let t = Instant::now();
+            let job = w.rebuild_job();
+            let built = job.run();
+            rebuild_run.push(t.elapsed().as_micros() as u64);
+            let t = Instant::now();
+            let _v = w.install(built);
+            install.push(t.elapsed().as_micros() as u64);
+        }
+    };
+    let n_upd = 2000;
+    for i in 0..n_upd {
+        let mut r = acl2[i % acl2.len()].clone();
+        r.id = 1_000_000 + i as u32;
+        r.priority = rng.below(10_000) as u32;
+        let t = Instant::now();
+        let a = w.apply(&[Update::Insert(r)]).expect("insert");
+        ins.push(t.elapsed().as_nanos() as u64);
+        drop(a);
+        maybe_rebuild(&mut w);
+    }
+    for i in 0..n_upd {
+        let t = Instant::now();
+        let a = w
+            .apply(&[Update::Delete(1_000_000 + i as u32)])
+            .expect("delete");
+        del_ov.push(t.elapsed().as_nanos() as u64);
+        w.release_slots(&a.retired_slots, None);
+        maybe_rebuild(&mut w);
+    }
+    for i in 0..n_upd {
+        let t = Instant::now();
+        let a = w.apply(&[Update::Delete(acl1[i * 3].id)]).expect("delete");
+        del_base.push(t.elapsed().as_nanos() as u64);
+        w.release_slots(&a.retired_slots, None);
+        maybe_rebuild(&mut w);
+    }
+    let us = |v: &mut Vec<u64>, p| format!("{:.1} µs", pct(v, p) as f64 / 1e3);
+    let _ = writeln!(md, "| operation | count | p50 | p99 | max |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for (name, v) in [
+        ("insert (overlay)", &mut ins),
+        (
+            "delete of a rule inserted earlier (mostly in the rebuilt base by then)",
+            &mut del_ov,
+        ),
+        ("delete of an original base rule", &mut del_base),
+    ] {
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} |",
+            v.len(),
+            us(v, 0.5),
+            us(v, 0.99),
+            us(v, 1.0)
+        );
+    }
+    let ms = |v: &mut Vec<u64>, p| format!("{:.1} ms", pct(v, p) as f64 / 1e3);
+    if !rebuild_run.is_empty() {
+        let _ = writeln!(
+            md,
+            "| background rebuild (RebuildJob::run, off the update path) | {} | {} | {} | {} |",
+            rebuild_run.len(),
+            ms(&mut rebuild_run, 0.5),
+            ms(&mut rebuild_run, 0.99),
+            ms(&mut rebuild_run, 1.0)
+        );
+        let _ = writeln!(
+            md,
+            "| install of a rebuild (writer thread, O(rules)) | {} | {} | {} | {} |",
+            install.len(),
+            ms(&mut install, 0.5),
+            ms(&mut install, 0.99),
+            ms(&mut install, 1.0)
+        );
+    }
+    // Lookups with a populated overlay (worst case before a rebuild).
+    {
+        let (mut w, v0, _) = build(&acl1, Config::default());
+        let batch: Vec<Update> = acl2[..64]
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut r = r.clone();
+                r.id = 2_000_000 + i as u32;
+                r.priority = (i * 150) as u32;
+                Update::Insert(r)
+            })
+            .collect();
+        let v1 = w.apply(&batch).expect("batch").version;
+        let _ = writeln!(
+            md,
+            "\nLookup on acl1_10k with a 64-rule overlay (the soft limit; {} tuples): {:.1} ns/pkt (empty overlay: {:.1})",
+            v1.stats().overlay_tuples,
+            lookup_ns(&v1, &acl1_keys),
+            lookup_ns(&v0, &acl1_keys)
+        );
+    }
+
+    // ---------------- big batch ----------------
+    let _ = writeln!(md, "\n## 100k changes in one batch\n");
+    let (mut w, _, d50) = build(&set50k, Config::default());
+    let mut batch: Vec<Update> = set50k.iter().map(|r| Update::Delete(r.id)).collect();
+    batch.extend(set50k.iter().map(|r| {
+        let mut r = r.clone();
+        r.id += 10_000_000;
+        Update::Insert(r)
+    }));
+    let t = Instant::now();
+    let a = w.apply(&batch).expect("batch");
+    let d = t.elapsed();
+    let _ = writeln!(
+        md,
+        "On the 50k set (built in {:.1} ms): delete all 50,000 + insert 50,000 new ids = {} updates: {:.1} ms to the new version ({} rules).",
+        d50.as_secs_f64() * 1e3,
+        batch.len(),
+        d.as_secs_f64() * 1e3,
+        a.version.len()
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+    print!("{md}");
+}
+
+/// Tuning aid (BENCH_ACL_SWEEP=1): lookup and build time over tree
+/// parameters, on the two sets with traces.
+fn sweep(data: &Path) {
+    let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
+    for (r, t) in [
+        ("hypersplit/acl1_10K", "hypersplit/acl1_10K_trace"),
+        ("lyxocs/acl2_10k", "lyxocs/acl2_10k_trace"),
+    ] {
+        let rules = parse_rules(&read(r)).expect("rules");
+        let keys: Vec<Key> = parse_trace(&read(t))
+            .expect("trace")
+            .iter()
+            .map(|t| t.key)
+            .collect();
+        for fanout in [16] {
+            for leaf_max in [4, 8] {
+                let cfg = Config {
+                    tree: fwd::acl::TreeParams {
+                        leaf_max,
+                        fanout,
+                        ..Default::default()
+                    },
+                    ..Config::default()
+                };
+                let (_w, v, d) = build(&rules, cfg);
+                let hot: Vec<Key> = keys[..512]
+                    .iter()
+                    .cycle()
+                    .take(keys.len())
+                    .copied()
+                    .collect();
+                let hot_ns = lookup_ns(&v, &hot);
+                let s = v.stats();
+                let (mut tr, mut no, mut ch) = (0, 0, 0);
+                for k in &keys {
+                    let (a, b, c) = v.lookup_cost(k);
+                    tr += a;
+                    no += b;
+                    ch += c;
+                }
+                let n = keys.len() as f64;
+                println!(
+                    "{r} fanout {fanout} leaf {leaf_max}: {:.1} ns/pkt (cache-hot 512 headers: {hot_ns:.1}), \
+                     per packet {:.2} trees {:.2} nodes {:.2} rule checks, build {:.1} ms, {} nodes, depth {}, {}",
+                    lookup_ns(&v, &keys),
+                    tr as f64 / n,
+                    no as f64 / n,
+                    ch as f64 / n,
+                    d.as_secs_f64() * 1e3,
+                    s.tree_nodes,
+                    s.max_depth,
+                    mb(s.mem_bytes as u64)
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,490 @@
+//! The FIB: a persistent leaf-pushed multibit trie, DIR-24-8 for IPv4 and
+//! DIR-24-8-8-...-8 (24-bit first stride, then 13 strides of 8 bits) for IPv6.
+//!
+//! Entries are `u32`:
+//! * `0`: no route;
+//! * bit 31 ([`EXT`]) set: the low 31 bits are the index of a 256-entry group in
+//!   `pool` that resolves the next 8 address bits;
+//! * otherwise an encoded [`Target`](super::Target) (see `encode`).
+//!
+//! The first level (2^24 entries, 64 MiB when fully private) and the group pool
+//! are [`PArray`]s of 4 KiB pages, so a batch copies only the pages it touches and
+//! every untouched page stays shared with older versions. Groups are allocated from
+//! a per-version free bitmap (lowest index first, so the pool stays compact), freed
+//! when their 256 entries become equal (collapsed into the parent entry), and the
+//! pool's tail is trimmed at the end of a batch; freed groups are zeroed so their
+//! pages fall back to the shared zero page.
+//!
+//! Updates follow rte_fib's approach rather than rte_lpm's depth-tagged entries:
+//! setting prefix P to value v writes v into P's range *minus* the maximal more
+//! specific prefixes of P (taken from the RIB), so entries need no depth field and
+//! every write is final. Range arithmetic is done on inclusive `u128` bounds with
+//! checked increments (the DPDK 22.11 dir24_8 bug was an overflow at the top of
+//! the address space).
+
+use std::collections::HashSet;
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::parray::{all_eq, PArray};
+
+/// Longest burst the burst lookups take in one call.
+pub(crate) const BURST_MAX: usize = 64;
+
+/// Entry flag: the entry points to a group of the next level.
+pub(crate) const EXT: u32 = 1 << 31;
+const GROUP: usize = 256;
+const PAGE: usize = 1024;
+const MIDP: usize = 128;
+type Tbl = PArray<u32, PAGE, MIDP>;
+const GROUPS_PER_MID: usize = Tbl::PER_MID / GROUP;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tab {
+    T24,
+    Pool,
+}
+
+/// See the module doc. `W` is the address width: 32 or 128.
+#[derive(Clone)]
+pub(crate) struct Fib<const W: u32> {
+    tbl24: Tbl,
+    pool: Tbl,
+    /// One bit per group of `pool`: set = free.
+    free: Vec<u64>,
+    /// No free group below `free_hint * 64`.
+    free_hint: usize,
+    used: usize,
+    /// The last uniform page made by `full` (reused within a batch).
+    uniform: Option<Arc<[u32; PAGE]>>,
+}
+
+impl<const W: u32> Default for Fib<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const W: u32> Fib<W> {
+    const SHIFT0: u32 = W - 24;
+
+    pub(crate) fn new() -> Self {
+        Fib {
+            tbl24: Tbl::new(1 << 24, 0),
+            pool: Tbl::new(0, 0),
+            free: Vec::new(),
+            free_hint: 0,
+            used: 0,
+            uniform: None,
+        }
+    }
+
+    /// Groups in use.
+    pub(crate) fn groups_used(&self) -> usize {
+        self.used
+    }
+
+    /// Groups allocated in the pool (used + free).
+    pub(crate) fn groups_capacity(&self) -> usize {
+        self.pool.capacity() / GROUP
+    }
+
+    /// Distinct private (non-zero) pages of the first level.
+    pub(crate) fn tbl24_pages(&self) -> usize {
+        self.tbl24.private_pages()
+    }
+
+    pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
+        self.tbl24.mem(seen) + self.pool.mem(seen) + self.free.capacity() * size_of::<u64>()
+    }
+
+    #[inline]
+    fn tab(&self, t: Tab) -> &Tbl {
+        match t {
+            Tab::T24 => &self.tbl24,
+            Tab::Pool => &self.pool,
+        }
+    }
+
+    #[inline]
+    fn tab_mut(&mut self, t: Tab) -> &mut Tbl {
+        match t {
+            Tab::T24 => &mut self.tbl24,
+            Tab::Pool => &mut self.pool,
+        }
+    }
+
+    #[inline]
+    fn get(&self, t: Tab, i: usize) -> u32 {
+        *self.tab(t).get(i)
+    }
+
+    fn set(&mut self, t: Tab, i: usize, v: u32) {
+        let arr = self.tab_mut(t);
+        if *arr.get(i) == v {
+            return;
+        }
+        arr.set(i, v);
+        if v == 0 && t == Tab::T24 {
+            arr.canonicalize(i / PAGE);
+        }
+    }
+
+    /// Value of the entry that `addr` resolves to (walks the levels).
+    #[inline]
+    pub(crate) fn lookup_wide(&self, addr: u128) -> u32 {
+        let mut e = *self.tbl24.get((addr >> Self::SHIFT0) as usize);
+        let mut shift = Self::SHIFT0;
+        while e & EXT != 0 && shift >= 8 {
+            shift -= 8;
+            let i = (((e & !EXT) as usize) << 8) | ((addr >> shift) as usize & 0xff);
+            e = *self.pool.get(i);
+        }
+        e
+    }
+
+    /// Sets the prefix `addr/len` to `v`, leaving the ranges of `children` (the
+    /// maximal strict sub-prefixes of it present in the RIB, sorted) untouched.
+    pub(crate) fn apply_prefix(&mut self, addr: u128, len: u8, v: u32, children: &[(u128, u8)]) {
+        debug_assert_eq!(v & EXT, 0);
+        let hi = addr | Self::host_mask(len);
+        let mut start = Some(addr);
+        for &(ca, cl) in children {
+            let Some(s) = start else { break };
+            if ca > s {
+                self.fill(s, ca - 1, v);
+            }
+            start = (ca | Self::host_mask(cl)).checked_add(1);
+        }
+        if let Some(s) = start {
+            if s <= hi {
+                self.fill(s, hi, v);
+            }
+        }
+    }
+
+    #[inline]
+    fn host_mask(len: u8) -> u128 {
+        let bits = W - len as u32;
+        if bits == 128 {
+            u128::MAX
+        } else {
+            (1u128 << bits) - 1
+        }
+    }
+
+    /// Writes `v` for every address in `[lo, hi]` (inclusive).
+    pub(crate) fn fill(&mut self, lo: u128, hi: u128, v: u32) {
+        debug_assert!(lo <= hi);
+        self.fill_in(Tab::T24, 0, 24, Self::SHIFT0, lo, hi, v);
+    }
+
+    /// Fills `[lo, hi]` inside the table segment `t[base .. base + 2^nbits]` whose
+    /// entries each cover `2^shift` addresses.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_in(&mut self, t: Tab, base: usize, nbits: u32, shift: u32, lo: u128, hi: u128, v: u32) {
+        let blk = (1u128 << shift) - 1;
+        let imask = (1u128 << nbits) - 1;
+        let i_lo = ((lo >> shift) & imask) as usize;
+        let i_hi = ((hi >> shift) & imask) as usize;
+        let lo_part = lo & blk != 0;
+        let hi_part = hi & blk != blk;
+        if i_lo == i_hi {
+            if lo_part || hi_part {
+                self.partial(t, base + i_lo, shift, lo, hi, v);
+            } else {
+                self.full(t, base + i_lo, base + i_lo, v);
+            }
+            return;
+        }
+        let (mut a, mut b) = (i_lo, i_hi);
+        if lo_part {
+            self.partial(t, base + i_lo, shift, lo, lo | blk, v);
+            a += 1;
+        }
+        if hi_part {
+            self.partial(t, base + i_hi, shift, hi & !blk, hi, v);
+            b -= 1;
+        }
+        if a <= b {
+            self.full(t, base + a, base + b, v);
+        }
+    }
+
+    /// `[lo, hi]` covers part of the block of entry `t[idx]` (which covers
+    /// `2^shift > 1` addresses): descend into (or create) its group.
+    fn partial(&mut self, t: Tab, idx: usize, shift: u32, lo: u128, hi: u128, v: u32) {
+        let e = self.get(t, idx);
+        if e == v {
+            return; // the whole block already resolves to v
+        }
+        let g = if e & EXT != 0 {
+            (e & !EXT) as usize
+        } else {
+            let g = self.alloc_group(e);
+            self.set(t, idx, EXT | g as u32);
+            g
+        };
+        self.fill_in(Tab::Pool, g * GROUP, 8, shift - 8, lo, hi, v);
+        if let Some(u) = self.group_uniform(g) {
+            self.set(t, idx, u);
+            self.free_group(g);
+        }
+    }
+
+    /// A shared page of 1024 `v`s (the canonical zero page for 0).
+    fn uniform_page(&mut self, v: u32) -> Arc<[u32; PAGE]> {
+        if v == 0 {
+            return self.tbl24.zero_page().clone();
+        }
+        match &self.uniform {
+            Some(u) if u[0] == v => u.clone(),
+            _ => {
+                let u = Arc::new([v; PAGE]);
+                self.uniform = Some(u.clone());
+                u
+            }
+        }
+    }
+
+    /// Entries `t[a..=b]` are entirely covered: write `v`, freeing any groups below.
+    /// Whole first-level pages are not written but pointed at a shared uniform page,
+    /// so a short prefix (down to a default route) costs pointers, not 64 MiB.
+    fn full(&mut self, t: Tab, a: usize, b: usize, v: u32) {
+        let mut nested = Vec::new();
+        let mut i = a;
+        while i <= b {
+            let p = i / PAGE;
+            let end = b.min(p * PAGE + PAGE - 1);
+            let (s, e) = (i % PAGE, end % PAGE);
+            if t == Tab::T24 && s == 0 && e == PAGE - 1 {
+                let uni = self.uniform_page(v);
+                let old = self.tbl24.page_arc(p);
+                if !Arc::ptr_eq(old, &uni) {
+                    if !Arc::ptr_eq(old, self.tbl24.zero_page()) && has_ext(&old[..]) {
+                        nested.extend(old.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
+                    }
+                    self.tbl24.replace_page(p, uni);
+                }
+                i = end + 1;
+                continue;
+            }
+            let arr = self.tab_mut(t);
+            let cur = &arr.page(p)[s..=e];
+            if !all_eq(cur, v) {
+                nested.extend(cur.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
+                arr.page_mut(p)[s..=e].fill(v);
+                if v == 0 && t == Tab::T24 {
+                    arr.canonicalize(p);
+                }
+            }
+            i = end + 1;
+        }
+        for g in nested {
+            self.free_group_rec(g as usize);
+        }
+    }
+
+    fn group(&self, g: usize) -> &[u32] {
+        let off = (g * GROUP) % PAGE;
+        &self.pool.page(g * GROUP / PAGE)[off..off + GROUP]
+    }
+
+    fn group_uniform(&self, g: usize) -> Option<u32> {
+        let s = self.group(g);
+        let first = s[0];
+        (first & EXT == 0 && all_eq(s, first)).then_some(first)
+    }
+
+    fn alloc_group(&mut self, fill: u32) -> usize {
+        let g = loop {
+            if let Some(w) = self.free[self.free_hint..].iter().position(|&w| w != 0) {
+                let w = self.free_hint + w;
+                self.free_hint = w;
+                let bit = self.free[w].trailing_zeros() as usize;
+                self.free[w] &= !(1u64 << bit);
+                break w * 64 + bit;
+            }
+            // Grow by one mid of groups, all free.
+            let old = self.groups_capacity();
+            self.pool.grow_to(self.pool.capacity() + Tbl::PER_MID);
+            self.free.resize((old + GROUPS_PER_MID) / 64, u64::MAX);
+            self.free_hint = old / 64;
+        };
+        self.used += 1;
+        let off = (g * GROUP) % PAGE;
+        let page = self.pool.page_mut(g * GROUP / PAGE);
+        page[off..off + GROUP].fill(fill);
+        g
+    }
+
+    /// Frees `g` (its entries are plain values).
+    fn free_group(&mut self, g: usize) {
+        let off = (g * GROUP) % PAGE;
+        let p = g * GROUP / PAGE;
+        if !all_eq(&self.pool.page(p)[off..off + GROUP], 0) {
+            self.pool.page_mut(p)[off..off + GROUP].fill(0);
+        }
+        self.pool.canonicalize(p);
+        self.free[g / 64] |= 1u64 << (g % 64);
+        self.free_hint = self.free_hint.min(g / 64);
+        self.used -= 1;
+    }
+
+    fn free_group_rec(&mut self, g: usize) {
+        let nested: Vec<usize> = self
+            .group(g)
+            .iter()
+            .filter(|&&x| x & EXT != 0)
+            .map(|&x| (x & !EXT) as usize)
+            .collect();
+        for c in nested {
+            self.free_group_rec(c);
+        }
+        self.free_group(g);
+    }
+
+    /// End of batch: drop whole trailing mids of free groups.
+    pub(crate) fn trim(&mut self) {
+        self.uniform = None;
+        while self.pool.mids() > 0 {
+            let m = self.pool.mids() - 1;
+            let words = m * GROUPS_PER_MID / 64..(m + 1) * GROUPS_PER_MID / 64;
+            if !self.free[words.clone()].iter().all(|&w| w == u64::MAX) {
+                break;
+            }
+            debug_assert!(self.pool.mid_is_zero(m));
+            if !self.pool.mid_is_zero(m) {
+                break;
+            }
+            self.pool.pop_mid();
+            self.free.truncate(words.start);
+        }
+        if self.free.is_empty() {
+            self.free = Vec::new();
+        }
+        self.free_hint = self.free_hint.min(self.free.len());
+    }
+}
+
+impl Fib<32> {
+    /// Entry for `addr` (at most two dependent loads).
+    #[inline(always)]
+    pub(crate) fn lookup(&self, addr: u32) -> u32 {
+        let e = *self.tbl24.get((addr >> 8) as usize);
+        if e & EXT == 0 {
+            e
+        } else {
+            *self
+                .pool
+                .get((((e & !EXT) as usize) << 8) | (addr & 0xff) as usize)
+        }
+    }
+
+    /// Entries for a burst. All first-level loads are issued before any is used,
+    /// so their cache misses overlap (the out-of-order core keeps them in flight;
+    /// this crate has no `unsafe`, hence no prefetch intrinsic).
+    /// `out` must be at least as long as `dsts`.
+    #[inline]
+    pub(crate) fn lookup_burst(&self, dsts: &[u32], out: &mut [u32]) {
+        // (A two-pass variant that first collects the page pointers measured
+        // no faster: the directory is cache-resident.)
+        for (o, &d) in out.iter_mut().zip(dsts) {
+            *o = *self.tbl24.get((d >> 8) as usize);
+        }
+        for (o, &d) in out.iter_mut().zip(dsts) {
+            if *o & EXT != 0 {
+                *o = *self
+                    .pool
+                    .get((((*o & !EXT) as usize) << 8) | (d & 0xff) as usize);
+            }
+        }
+    }
+}
+
+impl Fib<128> {
+    /// Entry for `addr`.
+    #[inline]
+    pub(crate) fn lookup(&self, addr: u128) -> u32 {
+        self.lookup_wide(addr)
+    }
+
+    /// Entries for a burst, level by level so the misses of a level overlap.
+    #[inline]
+    pub(crate) fn lookup_burst(&self, dsts: &[u128], out: &mut [u32]) {
+        for (o, &d) in out.iter_mut().zip(dsts) {
+            *o = *self.tbl24.get((d >> 104) as usize);
+        }
+        if self.pool.capacity() == 0 {
+            return; // no groups, so no entry has EXT
+        }
+        // Branch-free per packet: which packets still descend is data-dependent
+        // and unpredictable, and a mispredicted branch would squash the loads in
+        // flight. A packet that has finished reloads pool entry 0 (a hot line)
+        // and keeps its value.
+        let mut shift = 104u32;
+        let mut any = out.iter().fold(0, |a, &e| a | e) & EXT;
+        while any != 0 && shift >= 8 {
+            shift -= 8;
+            any = 0;
+            for (o, &d) in out.iter_mut().zip(dsts) {
+                let e = *o;
+                let ext = (e >> 31) as usize;
+                let i = ((((e & !EXT) as usize) << 8) | ((d >> shift) as usize & 0xff)) * ext;
+                let n = *self.pool.get(i);
+                *o = if ext != 0 { n } else { e };
+                any |= n & EXT & (ext as u32).wrapping_neg();
+            }
+        }
+    }
+}
+
+/// Whether any entry points to a group (branch-free so it vectorises).
+fn has_ext(s: &[u32]) -> bool {
+    s.iter().fold(0, |acc, &x| acc | x) & EXT != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_and_collapse_v4() {
+        let base = Fib::<32>::new();
+        let base_mem = base.mem(&mut HashSet::new());
+        let mut f = base.clone();
+        // 10.0.0.0/8 -> 5, 10.1.2.3/32 -> 6
+        f.apply_prefix(0x0a00_0000, 8, 5, &[(0x0a01_0203, 32)]);
+        f.apply_prefix(0x0a01_0203, 32, 6, &[]);
+        assert_eq!(f.lookup(0x0a01_0203), 6);
+        assert_eq!(f.lookup(0x0a01_0202), 5);
+        assert_eq!(f.lookup(0x0aff_ffff), 5);
+        assert_eq!(f.lookup(0x0b00_0000), 0);
+        assert_eq!(f.groups_used(), 1);
+        // delete the /32: falls back to the /8, group collapses
+        f.apply_prefix(0x0a01_0203, 32, 5, &[]);
+        assert_eq!(f.groups_used(), 0);
+        assert_eq!(f.lookup(0x0a01_0203), 5);
+        f.apply_prefix(0x0a00_0000, 8, 0, &[]);
+        f.trim();
+        assert_eq!(f.tbl24_pages(), 0);
+        assert_eq!(f.groups_capacity(), 0);
+        assert_eq!(f.mem(&mut HashSet::new()), base_mem);
+    }
+
+    #[test]
+    fn top_of_space_v6() {
+        let mut f = Fib::<128>::new();
+        f.apply_prefix(u128::MAX, 128, 7, &[]);
+        f.apply_prefix(u128::MAX - 1, 127, 8, &[(u128::MAX, 128)]);
+        f.apply_prefix(0, 0, 9, &[(u128::MAX - 1, 127)]);
+        assert_eq!(f.lookup(u128::MAX), 7);
+        assert_eq!(f.lookup(u128::MAX - 1), 8);
+        assert_eq!(f.lookup(u128::MAX - 2), 9);
+        assert_eq!(f.lookup(0), 9);
+        let mut out = [0u32; 4];
+        f.lookup_burst(&[0, u128::MAX, u128::MAX - 1, u128::MAX - 2], &mut out);
+        assert_eq!(out, [9, 7, 8, 9]);
+        assert_eq!(f.groups_used(), 13);
+    }
+}

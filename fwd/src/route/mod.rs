@@ -1,0 +1,1112 @@
+//! Routing tables: RIB, IPv4/IPv6 FIBs, next hops and ECMP groups, per VRF.
+//!
+//! # Contract
+//!
+//! * A [`Routing`] value is one immutable *version* of every routing table. Cloning
+//!   it is a handful of `Arc` increments. Lookups (`lookup4`, `lookup4_burst`,
+//!   `lookup6*`, `nexthop`) take `&self`, read immutable memory only, never lock,
+//!   never allocate and never touch a reference count, so any number of worker
+//!   threads can use a version while the control thread builds the next one.
+//! * [`Routing::apply`] turns a batch of [`RouteChange`]s into a new version, all or
+//!   nothing: on error it returns the index of the failing change and the original
+//!   version is untouched (it is never modified at all). A batch is visible
+//!   atomically with the new version, since readers only ever see published ones.
+//! * Versions are persistent: the new one shares every page and trie node the
+//!   batch did not touch with the old one. Memory touched by a batch is copied once
+//!   per batch (`Arc::make_mut`: the first write copies, later writes of the same
+//!   batch go in place), never the whole table. Dropping an old version frees only
+//!   what no newer version shares; the caller (the QSBR publisher) decides when.
+//! * The writer must own the version it extends privately: `apply` clones `self`
+//!   first, so the published version is never written. [`Routing::apply_owned`] and
+//!   [`Txn`] skip that clone for a caller that holds the only handle (a table being
+//!   built before it is published copies nothing at all).
+//!
+//! # Design
+//!
+//! * RIB (`rib.rs`): a persistent stride-8 trie per VRF and family; the source of
+//!   truth for dumps (prefix order) and for deriving the FIB.
+//! * FIB (`fib.rs`): DIR-24-8 for IPv4, a 24-bit first stride then 8-bit strides for
+//!   IPv6 (same code, 14 levels at most). Entries are 4 bytes and hold the encoded
+//!   [`Target`] (a next-hop or group id, or blackhole/reject/local), so the FIB is
+//!   independent of next-hop contents. The 2^24-entry first level (64 MiB when
+//!   fully populated) is split into 4 KiB `Arc` pages under a two-level directory,
+//!   which is what makes copy-on-write per batch affordable. Updates write a
+//!   prefix's range minus its more specific RIB prefixes (the rte_fib method), so
+//!   entries carry no depth and no route ever rewrites the whole table. A range
+//!   that covers whole pages points them at one shared uniform page instead of
+//!   writing them, so a default route or a /8 costs pointers, not megabytes, and
+//!   the full IPv4 view's FIB is 44 MiB rather than 64. Burst lookups load the
+//!   first-level entries of the whole burst before using any (overlapping the
+//!   misses) and descend the IPv6 levels branch-free across the burst.
+//! * Next hops and ECMP groups ([`nexthop`]): tables indexed by id with reference
+//!   counts; a next-hop update is visible to every route using it at once; groups
+//!   expand weights into a power-of-two slot table indexed by the flow hash.
+//! * [`reference`](mod@reference): a deliberately naive LPM used as the definition of correct.
+//! * [`loader`]: route files (`PREFIX [via SPEC]`, optionally gzip'd).
+//!
+//! Where the time of an update goes (measured, see `bench-results/route.md`): a
+//! random route change copies one 4 KiB first-level page and one RIB leaf node,
+//! and a batch copies each directory node it touches once; cloning a directory
+//! node increments the count of each of its children, and those locked
+//! increments are what dominate a batch of random changes (about half RIB, half
+//! FIB). Reference counts are therefore loaded (plain, overlapping loads) before a
+//! node is cloned or dropped (`parray::touch`), and IPv4 and IPv6 live behind
+//! separate `Arc`s so that a batch of one family copies nothing of the other.
+//!
+//! Why copy-on-write rather than in-place entries with generation ranges: a
+//! DIR-24-8 entry is 4 bytes and is the thing the data path loads; there is no
+//! room for a generation range, and a batch that rewrites a /8 changes 65536
+//! entries that must all flip at once. Page-granular COW gives batch atomicity
+//! for free (one root pointer swap) at the cost of copying each touched 4 KiB page
+//! once per batch.
+
+mod fib;
+pub mod loader;
+pub mod nexthop;
+mod parray;
+pub mod prefix;
+pub mod reference;
+mod rib;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use fib::Fib;
+use nexthop::IdTable;
+pub use nexthop::{Group, NextHop, MAX_GROUP_MEMBERS, MAX_ID};
+pub use prefix::{mask4, mask6, Prefix, Prefix4, Prefix6, PrefixError};
+use rib::Rib;
+
+/// Next-hop id.
+pub type NhId = u32;
+/// ECMP group id.
+pub type GroupId = u32;
+/// VRF (routing table) id.
+pub type Vrf = u32;
+
+/// What a route points to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// One next hop.
+    NextHop(NhId),
+    /// An ECMP group, resolved per flow.
+    Group(GroupId),
+    /// Drop silently.
+    Blackhole,
+    /// Drop and answer with ICMP unreachable.
+    Reject,
+    /// Deliver to the host.
+    Local,
+}
+
+/// The outcome of a lookup with ECMP resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Resolved {
+    /// Forward via this next hop.
+    Forward(NhId),
+    /// Drop silently.
+    Blackhole,
+    /// Drop and answer with ICMP unreachable.
+    Reject,
+    /// Deliver to the host.
+    Local,
+    /// No route matched.
+    #[default]
+    NoRoute,
+}
+
+const KIND_SHIFT: u32 = 28;
+const ID_MASK: u32 = (1 << KIND_SHIFT) - 1;
+const K_NH: u32 = 1;
+const K_GROUP: u32 = 2;
+const K_BLACKHOLE: u32 = 3;
+const K_REJECT: u32 = 4;
+const K_LOCAL: u32 = 5;
+
+/// FIB entry of a target (never 0, never has `fib::EXT`).
+#[inline]
+fn encode(t: Target) -> u32 {
+    match t {
+        Target::NextHop(id) => (K_NH << KIND_SHIFT) | id,
+        Target::Group(id) => (K_GROUP << KIND_SHIFT) | id,
+        Target::Blackhole => K_BLACKHOLE << KIND_SHIFT,
+        Target::Reject => K_REJECT << KIND_SHIFT,
+        Target::Local => K_LOCAL << KIND_SHIFT,
+    }
+}
+
+#[inline]
+fn decode(e: u32) -> Option<Target> {
+    match e >> KIND_SHIFT {
+        K_NH => Some(Target::NextHop(e & ID_MASK)),
+        K_GROUP => Some(Target::Group(e & ID_MASK)),
+        K_BLACKHOLE => Some(Target::Blackhole),
+        K_REJECT => Some(Target::Reject),
+        K_LOCAL => Some(Target::Local),
+        _ => None,
+    }
+}
+
+/// One change of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteChange {
+    /// Add a route; error if the prefix exists. Creates the VRF if needed.
+    Add {
+        /// Table.
+        vrf: Vrf,
+        /// Destination.
+        prefix: Prefix,
+        /// Where to.
+        target: Target,
+    },
+    /// Change an existing route's target; error if the prefix does not exist.
+    Replace {
+        /// Table.
+        vrf: Vrf,
+        /// Destination.
+        prefix: Prefix,
+        /// New target.
+        target: Target,
+    },
+    /// Add or replace (`ip route replace`).
+    Upsert {
+        /// Table.
+        vrf: Vrf,
+        /// Destination.
+        prefix: Prefix,
+        /// Target.
+        target: Target,
+    },
+    /// Delete a route; error if the prefix does not exist.
+    Del {
+        /// Table.
+        vrf: Vrf,
+        /// Destination.
+        prefix: Prefix,
+    },
+    /// Add a next hop; error if the id is taken.
+    NhAdd {
+        /// Id (<= [`MAX_ID`]).
+        id: NhId,
+        /// Contents.
+        nh: NextHop,
+    },
+    /// Replace a next hop's contents (e.g. its MAC); every route using it follows.
+    NhUpdate {
+        /// Id.
+        id: NhId,
+        /// New contents.
+        nh: NextHop,
+    },
+    /// Delete a next hop; error if a route or group uses it.
+    NhDel {
+        /// Id.
+        id: NhId,
+    },
+    /// Add an ECMP group of `(next hop, weight)` members; error if the id is taken.
+    GroupAdd {
+        /// Id (<= [`MAX_ID`]).
+        id: GroupId,
+        /// Members with weights (> 0, distinct next hops).
+        members: Vec<(NhId, u32)>,
+    },
+    /// Replace a group's members (every route using it follows).
+    GroupUpdate {
+        /// Id.
+        id: GroupId,
+        /// New members.
+        members: Vec<(NhId, u32)>,
+    },
+    /// Delete a group; error if a route uses it.
+    GroupDel {
+        /// Id.
+        id: GroupId,
+    },
+    /// Create an empty VRF; error if it exists. (Route adds create VRFs implicitly.)
+    VrfAdd {
+        /// Table.
+        vrf: Vrf,
+    },
+    /// Delete an empty VRF; error if it does not exist or still has routes.
+    VrfDel {
+        /// Table.
+        vrf: Vrf,
+    },
+}
+
+/// Why a change was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// `Add` of a prefix that exists.
+    #[error("route {prefix} already exists in vrf {vrf}")]
+    RouteExists {
+        /// Table.
+        vrf: Vrf,
+        /// Destination.
+        prefix: Prefix,
+    },
+    /// `Del`/`Replace` of a prefix that does not exist.
+    #[error("route {prefix} not found in vrf {vrf}")]
+    RouteNotFound {
+        /// Table.
+        vrf: Vrf,
+        /// Destination.
+        prefix: Prefix,
+    },
+    /// A route or group names a next hop that does not exist.
+    #[error("unknown next hop {0}")]
+    UnknownNextHop(NhId),
+    /// A route names a group that does not exist.
+    #[error("unknown ECMP group {0}")]
+    UnknownGroup(GroupId),
+    /// `NhAdd` of a taken id.
+    #[error("next hop {0} already exists")]
+    NextHopExists(NhId),
+    /// `GroupAdd` of a taken id.
+    #[error("ECMP group {0} already exists")]
+    GroupExists(GroupId),
+    /// `NhDel` of a next hop still referenced.
+    #[error("next hop {id} is used by {refs} routes or groups")]
+    NextHopInUse {
+        /// Id.
+        id: NhId,
+        /// Number of routes and group memberships using it.
+        refs: u32,
+    },
+    /// `GroupDel` of a group still referenced.
+    #[error("ECMP group {id} is used by {refs} routes")]
+    GroupInUse {
+        /// Id.
+        id: GroupId,
+        /// Number of routes using it.
+        refs: u32,
+    },
+    /// Id above [`MAX_ID`].
+    #[error("id {id} out of range (max {max})")]
+    IdOutOfRange {
+        /// Id.
+        id: u32,
+        /// [`MAX_ID`].
+        max: u32,
+    },
+    /// A group with no members.
+    #[error("ECMP group {0} has no members")]
+    EmptyGroup(GroupId),
+    /// A member with weight 0.
+    #[error("member {nh} of ECMP group {id} has weight 0")]
+    ZeroWeight {
+        /// Group.
+        id: GroupId,
+        /// Member.
+        nh: NhId,
+    },
+    /// A next hop listed twice in one group.
+    #[error("next hop {nh} is listed twice in ECMP group {id}")]
+    DuplicateMember {
+        /// Group.
+        id: GroupId,
+        /// Member.
+        nh: NhId,
+    },
+    /// More than [`MAX_GROUP_MEMBERS`] members.
+    #[error("ECMP group {id} has {count} members (max {max})")]
+    TooManyMembers {
+        /// Group.
+        id: GroupId,
+        /// Members given.
+        count: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// `VrfAdd` of an existing VRF.
+    #[error("vrf {0} already exists")]
+    VrfExists(Vrf),
+    /// `VrfDel` of an unknown VRF.
+    #[error("vrf {0} not found")]
+    VrfNotFound(Vrf),
+    /// `VrfDel` of a VRF that has routes.
+    #[error("vrf {vrf} still has {routes} routes")]
+    VrfNotEmpty {
+        /// Table.
+        vrf: Vrf,
+        /// Routes left.
+        routes: usize,
+    },
+}
+
+/// A refused batch: which change failed and why. Nothing was applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("change #{index}: {error}")]
+pub struct BatchError {
+    /// Index of the failing change in the batch.
+    pub index: usize,
+    /// The reason.
+    pub error: RouteError,
+}
+
+/// RIB and FIB of one family. Behind its own `Arc` so that a batch touching only
+/// IPv4 does not copy IPv6's directories, and vice versa.
+#[derive(Clone, Default)]
+struct Family<const W: u32> {
+    rib: Rib<W>,
+    fib: Fib<W>,
+}
+
+#[derive(Clone, Default)]
+struct VrfTables {
+    v4: Arc<Family<32>>,
+    v6: Arc<Family<128>>,
+}
+
+impl<const W: u32> Family<W> {
+    /// `addr/len -> target` (encoded `v`) into RIB and FIB; returns the old target.
+    fn set(
+        &mut self,
+        a: u128,
+        l: u8,
+        target: Target,
+        v: u32,
+        kids: &mut Vec<(u128, u8)>,
+    ) -> Option<Target> {
+        let old = self.rib.insert(a, l, target);
+        if old != Some(target) {
+            self.rib.maximal_children(a, l, kids);
+            self.fib.apply_prefix(a, l, v, kids);
+        }
+        old
+    }
+
+    /// Removes `addr/len`; its addresses fall back to the covering route.
+    fn remove(&mut self, a: u128, l: u8, kids: &mut Vec<(u128, u8)>) -> Option<Target> {
+        let old = self.rib.remove(a, l)?;
+        let parent = if l == 0 { None } else { self.rib.lpm(a, l - 1) };
+        let v = parent.map_or(0, |(_, _, pt)| encode(pt));
+        self.rib.maximal_children(a, l, kids);
+        self.fib.apply_prefix(a, l, v, kids);
+        Some(old)
+    }
+}
+
+/// One immutable version of all routing tables (see the module doc).
+#[derive(Clone)]
+pub struct Routing {
+    vrfs: Arc<BTreeMap<Vrf, Arc<VrfTables>>>,
+    nhs: Arc<IdTable<NextHop>>,
+    groups: Arc<IdTable<Arc<Group>>>,
+    version: u64,
+}
+
+static_assertions::assert_impl_all!(Routing: Send, Sync);
+
+impl std::fmt::Debug for Routing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Routing")
+            .field("version", &self.version)
+            .field("vrfs", &self.vrfs.len())
+            .field("nexthops", &self.nhs.len())
+            .field("groups", &self.groups.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Routing {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Per-table figures of a version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VrfStats {
+    /// Table id.
+    pub vrf: Vrf,
+    /// IPv4 routes.
+    pub routes4: usize,
+    /// IPv6 routes.
+    pub routes6: usize,
+    /// IPv4 RIB trie nodes.
+    pub rib_nodes4: usize,
+    /// IPv6 RIB trie nodes.
+    pub rib_nodes6: usize,
+    /// IPv4 first-level pages that are private (not the shared zero page).
+    pub tbl24_pages4: usize,
+    /// IPv6 first-level private pages.
+    pub tbl24_pages6: usize,
+    /// IPv4 8-bit groups in use.
+    pub tbl8_used4: usize,
+    /// IPv4 8-bit groups allocated (used + free).
+    pub tbl8_capacity4: usize,
+    /// IPv6 8-bit groups in use.
+    pub tbl8_used6: usize,
+    /// IPv6 8-bit groups allocated.
+    pub tbl8_capacity6: usize,
+    /// Bytes of the IPv4 RIB.
+    pub rib4_bytes: usize,
+    /// Bytes of the IPv6 RIB.
+    pub rib6_bytes: usize,
+    /// Bytes of the IPv4 FIB.
+    pub fib4_bytes: usize,
+    /// Bytes of the IPv6 FIB.
+    pub fib6_bytes: usize,
+}
+
+/// Figures of a version ([`Routing::stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoutingStats {
+    /// Version number (0 for `Routing::new()`, +1 per applied batch).
+    pub version: u64,
+    /// Per VRF.
+    pub vrfs: Vec<VrfStats>,
+    /// Next hops.
+    pub nexthops: usize,
+    /// ECMP groups.
+    pub groups: usize,
+    /// Bytes of next-hop and group tables.
+    pub nh_bytes: usize,
+    /// Bytes of everything reachable from this version, shared memory counted once.
+    pub total_bytes: usize,
+}
+
+impl Routing {
+    /// No VRF, no next hop, no group.
+    pub fn new() -> Self {
+        Routing {
+            vrfs: Arc::new(BTreeMap::new()),
+            nhs: Arc::new(IdTable::new()),
+            groups: Arc::new(IdTable::new()),
+            version: 0,
+        }
+    }
+
+    /// Version number: 0 for `new()`, +1 per applied batch.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Applies `batch` to a copy of this version and returns the new version.
+    ///
+    /// # Errors
+    /// The first failing change, with its index; `self` is unchanged either way.
+    pub fn apply(&self, batch: &[RouteChange]) -> Result<Routing, BatchError> {
+        self.clone().apply_owned(batch)
+    }
+
+    /// Like [`Routing::apply`] but consumes `self`, so nothing is copied that only
+    /// this handle holds. On error the partially applied value is dropped (keep a
+    /// clone if the old version is still needed).
+    ///
+    /// # Errors
+    /// The first failing change, with its index.
+    pub fn apply_owned(self, batch: &[RouteChange]) -> Result<Routing, BatchError> {
+        let mut t = self.into_txn();
+        for (index, c) in batch.iter().enumerate() {
+            t.change(c).map_err(|error| BatchError { index, error })?;
+        }
+        Ok(t.commit())
+    }
+
+    /// A transaction on top of a clone of this version.
+    pub fn txn(&self) -> Txn {
+        self.clone().into_txn()
+    }
+
+    /// A transaction that consumes this handle.
+    pub fn into_txn(self) -> Txn {
+        Txn {
+            r: self,
+            scratch: Vec::new(),
+            touched: Vec::new(),
+        }
+    }
+
+    // ---- data path ----------------------------------------------------------
+
+    #[inline(always)]
+    fn resolve(&self, e: u32, hash: u32) -> Resolved {
+        match e >> KIND_SHIFT {
+            K_NH => Resolved::Forward(e & ID_MASK),
+            K_GROUP => match self.groups.get(e & ID_MASK) {
+                Some(g) => Resolved::Forward(g.select(hash)),
+                None => Resolved::NoRoute,
+            },
+            K_BLACKHOLE => Resolved::Blackhole,
+            K_REJECT => Resolved::Reject,
+            K_LOCAL => Resolved::Local,
+            _ => Resolved::NoRoute,
+        }
+    }
+
+    /// IPv4 lookup with ECMP resolved by `flow_hash`.
+    #[inline]
+    pub fn lookup4(&self, vrf: Vrf, dst: u32, flow_hash: u32) -> Resolved {
+        match self.vrfs.get(&vrf) {
+            Some(t) => self.resolve(t.v4.fib.lookup(dst), flow_hash),
+            None => Resolved::NoRoute,
+        }
+    }
+
+    /// IPv6 lookup (`dst` is `u128::from_be_bytes(octets)`).
+    #[inline]
+    pub fn lookup6(&self, vrf: Vrf, dst: u128, flow_hash: u32) -> Resolved {
+        match self.vrfs.get(&vrf) {
+            Some(t) => self.resolve(t.v6.fib.lookup(dst), flow_hash),
+            None => Resolved::NoRoute,
+        }
+    }
+
+    /// IPv4 lookups for a burst: `out[i]` for `dsts[i]` with `hashes[i]`. The
+    /// first-level entries of up to 64 destinations are loaded before any is used
+    /// so that their cache misses overlap.
+    ///
+    /// # Panics
+    /// If the three slices differ in length.
+    #[inline]
+    pub fn lookup4_burst(&self, vrf: Vrf, dsts: &[u32], hashes: &[u32], out: &mut [Resolved]) {
+        assert!(dsts.len() == hashes.len() && dsts.len() == out.len());
+        let Some(t) = self.vrfs.get(&vrf) else {
+            out.fill(Resolved::NoRoute);
+            return;
+        };
+        let mut ent = [0u32; BURST];
+        for ((d, h), o) in dsts
+            .chunks(BURST)
+            .zip(hashes.chunks(BURST))
+            .zip(out.chunks_mut(BURST))
+        {
+            let e = &mut ent[..d.len()];
+            t.v4.fib.lookup_burst(d, e);
+            for ((o, &e), &h) in o.iter_mut().zip(e.iter()).zip(h) {
+                *o = self.resolve(e, h);
+            }
+        }
+    }
+
+    /// IPv6 lookups for a burst (level by level across the burst).
+    ///
+    /// # Panics
+    /// If the three slices differ in length.
+    #[inline]
+    pub fn lookup6_burst(&self, vrf: Vrf, dsts: &[u128], hashes: &[u32], out: &mut [Resolved]) {
+        assert!(dsts.len() == hashes.len() && dsts.len() == out.len());
+        let Some(t) = self.vrfs.get(&vrf) else {
+            out.fill(Resolved::NoRoute);
+            return;
+        };
+        let mut ent = [0u32; BURST];
+        for ((d, h), o) in dsts
+            .chunks(BURST)
+            .zip(hashes.chunks(BURST))
+            .zip(out.chunks_mut(BURST))
+        {
+            let e = &mut ent[..d.len()];
+            t.v6.fib.lookup_burst(d, e);
+            for ((o, &e), &h) in o.iter_mut().zip(e.iter()).zip(h) {
+                *o = self.resolve(e, h);
+            }
+        }
+    }
+
+    /// The next hop `id` (two array indexings).
+    #[inline(always)]
+    pub fn nexthop(&self, id: NhId) -> Option<&NextHop> {
+        self.nhs.get(id)
+    }
+
+    /// The ECMP group `id`.
+    #[inline]
+    pub fn group(&self, id: GroupId) -> Option<&Group> {
+        self.groups.get(id).map(|g| &**g)
+    }
+
+    // ---- control side queries ------------------------------------------------
+
+    /// The FIB's unresolved answer for `dst` (what the data path matched).
+    pub fn target4(&self, vrf: Vrf, dst: u32) -> Option<Target> {
+        decode(self.vrfs.get(&vrf)?.v4.fib.lookup(dst))
+    }
+
+    /// The FIB's unresolved answer for `dst`.
+    pub fn target6(&self, vrf: Vrf, dst: u128) -> Option<Target> {
+        decode(self.vrfs.get(&vrf)?.v6.fib.lookup(dst))
+    }
+
+    /// Longest-prefix match in the RIB (`ip route get`): the matching route.
+    pub fn route4(&self, vrf: Vrf, dst: u32) -> Option<(Prefix4, Target)> {
+        let (a, l, t) = self.vrfs.get(&vrf)?.v4.rib.lpm(dst as u128, 32)?;
+        Some((Prefix4::new(a as u32, l).ok()?, t))
+    }
+
+    /// Longest-prefix match in the IPv6 RIB.
+    pub fn route6(&self, vrf: Vrf, dst: u128) -> Option<(Prefix6, Target)> {
+        let (a, l, t) = self.vrfs.get(&vrf)?.v6.rib.lpm(dst, 128)?;
+        Some((Prefix6::new(a, l).ok()?, t))
+    }
+
+    /// Exact route lookup.
+    pub fn get(&self, vrf: Vrf, prefix: Prefix) -> Option<Target> {
+        let t = self.vrfs.get(&vrf)?;
+        match prefix {
+            Prefix::V4(p) => t.v4.rib.get(p.addr() as u128, p.len()),
+            Prefix::V6(p) => t.v6.rib.get(p.addr(), p.len()),
+        }
+    }
+
+    /// IPv4 routes of `vrf` in prefix order (address, then length).
+    pub fn routes4(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix4, Target)> + '_ {
+        self.vrfs
+            .get(&vrf)
+            .into_iter()
+            .flat_map(|t| t.v4.rib.iter())
+            .map(|(a, l, t)| {
+                (
+                    Prefix4::new_truncate(a as u32, l).unwrap_or(Prefix4::DEFAULT),
+                    t,
+                )
+            })
+    }
+
+    /// IPv6 routes of `vrf` in prefix order.
+    pub fn routes6(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix6, Target)> + '_ {
+        self.vrfs
+            .get(&vrf)
+            .into_iter()
+            .flat_map(|t| t.v6.rib.iter())
+            .map(|(a, l, t)| (Prefix6::new_truncate(a, l).unwrap_or(Prefix6::DEFAULT), t))
+    }
+
+    /// All routes of `vrf`: IPv4 then IPv6, each in prefix order.
+    pub fn routes(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix, Target)> + '_ {
+        self.routes4(vrf)
+            .map(|(p, t)| (Prefix::V4(p), t))
+            .chain(self.routes6(vrf).map(|(p, t)| (Prefix::V6(p), t)))
+    }
+
+    /// Number of routes in `vrf` (IPv4, IPv6).
+    pub fn route_count(&self, vrf: Vrf) -> (usize, usize) {
+        self.vrfs
+            .get(&vrf)
+            .map_or((0, 0), |t| (t.v4.rib.len(), t.v6.rib.len()))
+    }
+
+    /// VRF ids, ascending.
+    pub fn vrfs(&self) -> impl Iterator<Item = Vrf> + '_ {
+        self.vrfs.keys().copied()
+    }
+
+    /// Next hops, ascending id.
+    pub fn nexthops(&self) -> impl Iterator<Item = (NhId, &NextHop)> + '_ {
+        self.nhs.iter()
+    }
+
+    /// ECMP groups, ascending id.
+    pub fn groups(&self) -> impl Iterator<Item = (GroupId, &Group)> + '_ {
+        self.groups.iter().map(|(i, g)| (i, &**g))
+    }
+
+    /// Routes and group memberships using next hop `id`.
+    pub fn nexthop_refs(&self, id: NhId) -> u32 {
+        self.nhs.refs(id)
+    }
+
+    /// Routes using group `id`.
+    pub fn group_refs(&self, id: GroupId) -> u32 {
+        self.groups.refs(id)
+    }
+
+    /// Lowest next-hop id above every id in use (for allocating new ids).
+    pub fn next_free_nh_id(&self) -> NhId {
+        self.nhs.iter().last().map_or(0, |(i, _)| i + 1)
+    }
+
+    /// Bytes of everything reachable from this version (shared memory counted
+    /// once). Walks the whole version: a control-side statistic, not for the data path.
+    pub fn memory_bytes(&self) -> usize {
+        self.stats().total_bytes
+    }
+
+    /// Counts and memory per table. Walks the whole version.
+    pub fn stats(&self) -> RoutingStats {
+        let mut seen = HashSet::new();
+        let mut s = RoutingStats {
+            version: self.version,
+            nexthops: self.nhs.len(),
+            groups: self.groups.len(),
+            ..Default::default()
+        };
+        let mut total = std::mem::size_of::<Routing>();
+        for (&vrf, t) in self.vrfs.iter() {
+            let v = VrfStats {
+                vrf,
+                routes4: t.v4.rib.len(),
+                routes6: t.v6.rib.len(),
+                rib_nodes4: t.v4.rib.nodes(),
+                rib_nodes6: t.v6.rib.nodes(),
+                tbl24_pages4: t.v4.fib.tbl24_pages(),
+                tbl24_pages6: t.v6.fib.tbl24_pages(),
+                tbl8_used4: t.v4.fib.groups_used(),
+                tbl8_capacity4: t.v4.fib.groups_capacity(),
+                tbl8_used6: t.v6.fib.groups_used(),
+                tbl8_capacity6: t.v6.fib.groups_capacity(),
+                rib4_bytes: t.v4.rib.mem(&mut seen),
+                rib6_bytes: t.v6.rib.mem(&mut seen),
+                fib4_bytes: t.v4.fib.mem(&mut seen),
+                fib6_bytes: t.v6.fib.mem(&mut seen),
+            };
+            total += std::mem::size_of::<VrfTables>()
+                + 3 * parray::ARC_HEADER
+                + std::mem::size_of::<Family<32>>()
+                + std::mem::size_of::<Family<128>>()
+                + v.rib4_bytes
+                + v.rib6_bytes
+                + v.fib4_bytes
+                + v.fib6_bytes;
+            s.vrfs.push(v);
+        }
+        s.nh_bytes = self.nhs.mem(&mut seen) + self.groups.mem_groups(&mut seen);
+        s.total_bytes = total + s.nh_bytes;
+        s
+    }
+}
+
+/// Destinations resolved together by the burst lookups.
+const BURST: usize = fib::BURST_MAX;
+
+/// A batch being built: a private working copy of a version. Each method either
+/// applies its change completely or, on error, changes nothing, so a caller may
+/// report the error and go on. [`Txn::commit`] yields the new version.
+pub struct Txn {
+    r: Routing,
+    scratch: Vec<(u128, u8)>,
+    touched: Vec<Vrf>,
+}
+
+impl Txn {
+    /// The working copy as it stands (for queries during a batch).
+    pub fn current(&self) -> &Routing {
+        &self.r
+    }
+
+    /// Finishes the batch: drops what became empty and returns the new version.
+    pub fn commit(mut self) -> Routing {
+        self.touched.sort_unstable();
+        self.touched.dedup();
+        if !self.touched.is_empty() {
+            let map = Arc::make_mut(&mut self.r.vrfs);
+            for vrf in &self.touched {
+                if let Some(t) = map.get_mut(vrf) {
+                    let t = Arc::make_mut(t);
+                    // Only a family this batch wrote is unshared; the others
+                    // have nothing to trim.
+                    if let Some(f) = Arc::get_mut(&mut t.v4) {
+                        f.fib.trim();
+                    }
+                    if let Some(f) = Arc::get_mut(&mut t.v6) {
+                        f.fib.trim();
+                    }
+                }
+            }
+        }
+        self.r.version += 1;
+        self.r
+    }
+
+    /// Applies one change.
+    ///
+    /// # Errors
+    /// See [`RouteError`]; on error nothing was changed.
+    pub fn change(&mut self, c: &RouteChange) -> Result<(), RouteError> {
+        match c {
+            RouteChange::Add {
+                vrf,
+                prefix,
+                target,
+            } => self.add(*vrf, *prefix, *target),
+            RouteChange::Replace {
+                vrf,
+                prefix,
+                target,
+            } => self.replace(*vrf, *prefix, *target).map(|_| ()),
+            RouteChange::Upsert {
+                vrf,
+                prefix,
+                target,
+            } => self.upsert(*vrf, *prefix, *target).map(|_| ()),
+            RouteChange::Del { vrf, prefix } => self.del(*vrf, *prefix).map(|_| ()),
+            RouteChange::NhAdd { id, nh } => self.nh_add(*id, *nh),
+            RouteChange::NhUpdate { id, nh } => self.nh_update(*id, *nh).map(|_| ()),
+            RouteChange::NhDel { id } => self.nh_del(*id).map(|_| ()),
+            RouteChange::GroupAdd { id, members } => self.group_add(*id, members),
+            RouteChange::GroupUpdate { id, members } => self.group_update(*id, members),
+            RouteChange::GroupDel { id } => self.group_del(*id),
+            RouteChange::VrfAdd { vrf } => self.vrf_add(*vrf),
+            RouteChange::VrfDel { vrf } => self.vrf_del(*vrf),
+        }
+    }
+
+    fn check_target(&self, t: Target) -> Result<(), RouteError> {
+        match t {
+            Target::NextHop(id) if self.r.nhs.get(id).is_none() => {
+                Err(RouteError::UnknownNextHop(id))
+            }
+            Target::Group(id) if self.r.groups.get(id).is_none() => {
+                Err(RouteError::UnknownGroup(id))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn add_ref(&mut self, t: Target, delta: i32) {
+        match t {
+            Target::NextHop(id) => Arc::make_mut(&mut self.r.nhs).add_ref(id, delta),
+            Target::Group(id) => Arc::make_mut(&mut self.r.groups).add_ref(id, delta),
+            _ => {}
+        }
+    }
+
+    fn vrf_mut(&mut self, vrf: Vrf) -> &mut VrfTables {
+        if self.touched.last() != Some(&vrf) {
+            self.touched.push(vrf);
+        }
+        let map = Arc::make_mut(&mut self.r.vrfs);
+        Arc::make_mut(map.entry(vrf).or_default())
+    }
+
+    /// Writes `prefix -> target` into RIB and FIB (no validation, no refcounts).
+    fn set_route(&mut self, vrf: Vrf, prefix: Prefix, target: Target) -> Option<Target> {
+        let mut kids = std::mem::take(&mut self.scratch);
+        let v = encode(target);
+        let t = self.vrf_mut(vrf);
+        let old = match prefix {
+            Prefix::V4(p) => {
+                Arc::make_mut(&mut t.v4).set(p.addr() as u128, p.len(), target, v, &mut kids)
+            }
+            Prefix::V6(p) => Arc::make_mut(&mut t.v6).set(p.addr(), p.len(), target, v, &mut kids),
+        };
+        self.scratch = kids;
+        old
+    }
+
+    /// Adds a route.
+    ///
+    /// # Errors
+    /// `RouteExists`, `UnknownNextHop`, `UnknownGroup`.
+    pub fn add(&mut self, vrf: Vrf, prefix: Prefix, target: Target) -> Result<(), RouteError> {
+        self.check_target(target)?;
+        if self.r.get(vrf, prefix).is_some() {
+            return Err(RouteError::RouteExists { vrf, prefix });
+        }
+        self.set_route(vrf, prefix, target);
+        self.add_ref(target, 1);
+        Ok(())
+    }
+
+    /// Replaces an existing route's target; returns the old one.
+    ///
+    /// # Errors
+    /// `RouteNotFound`, `UnknownNextHop`, `UnknownGroup`.
+    pub fn replace(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        target: Target,
+    ) -> Result<Target, RouteError> {
+        self.check_target(target)?;
+        if self.r.get(vrf, prefix).is_none() {
+            return Err(RouteError::RouteNotFound { vrf, prefix });
+        }
+        self.upsert(vrf, prefix, target)
+            .map(|o| o.unwrap_or(target))
+    }
+
+    /// Adds or replaces; returns the old target if there was one.
+    ///
+    /// # Errors
+    /// `UnknownNextHop`, `UnknownGroup`.
+    pub fn upsert(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        target: Target,
+    ) -> Result<Option<Target>, RouteError> {
+        self.check_target(target)?;
+        let old = self.set_route(vrf, prefix, target);
+        self.add_ref(target, 1);
+        if let Some(o) = old {
+            self.add_ref(o, -1);
+        }
+        Ok(old)
+    }
+
+    /// Deletes a route; returns its target. The covered addresses fall back to
+    /// the longest remaining covering route.
+    ///
+    /// # Errors
+    /// `RouteNotFound`.
+    pub fn del(&mut self, vrf: Vrf, prefix: Prefix) -> Result<Target, RouteError> {
+        if self.r.get(vrf, prefix).is_none() {
+            return Err(RouteError::RouteNotFound { vrf, prefix });
+        }
+        let mut kids = std::mem::take(&mut self.scratch);
+        let t = self.vrf_mut(vrf);
+        let old = match prefix {
+            Prefix::V4(p) => Arc::make_mut(&mut t.v4).remove(p.addr() as u128, p.len(), &mut kids),
+            Prefix::V6(p) => Arc::make_mut(&mut t.v6).remove(p.addr(), p.len(), &mut kids),
+        };
+        self.scratch = kids;
+        let old = old.ok_or(RouteError::RouteNotFound { vrf, prefix })?;
+        self.add_ref(old, -1);
+        Ok(old)
+    }
+
+    fn check_id(id: u32) -> Result<(), RouteError> {
+        if id > MAX_ID {
+            Err(RouteError::IdOutOfRange { id, max: MAX_ID })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Adds a next hop.
+    ///
+    /// # Errors
+    /// `IdOutOfRange`, `NextHopExists`.
+    pub fn nh_add(&mut self, id: NhId, nh: NextHop) -> Result<(), RouteError> {
+        Self::check_id(id)?;
+        if self.r.nhs.get(id).is_some() {
+            return Err(RouteError::NextHopExists(id));
+        }
+        Arc::make_mut(&mut self.r.nhs).put(id, nh);
+        Ok(())
+    }
+
+    /// Replaces a next hop's contents; returns the old contents.
+    ///
+    /// # Errors
+    /// `UnknownNextHop`.
+    pub fn nh_update(&mut self, id: NhId, nh: NextHop) -> Result<NextHop, RouteError> {
+        let old = *self.r.nhs.get(id).ok_or(RouteError::UnknownNextHop(id))?;
+        if old != nh {
+            Arc::make_mut(&mut self.r.nhs).put(id, nh);
+        }
+        Ok(old)
+    }
+
+    /// Deletes an unused next hop.
+    ///
+    /// # Errors
+    /// `UnknownNextHop`, `NextHopInUse`.
+    pub fn nh_del(&mut self, id: NhId) -> Result<NextHop, RouteError> {
+        self.r.nhs.get(id).ok_or(RouteError::UnknownNextHop(id))?;
+        let refs = self.r.nhs.refs(id);
+        if refs != 0 {
+            return Err(RouteError::NextHopInUse { id, refs });
+        }
+        Arc::make_mut(&mut self.r.nhs)
+            .remove(id)
+            .ok_or(RouteError::UnknownNextHop(id))
+    }
+
+    fn build_group(&self, id: GroupId, members: &[(NhId, u32)]) -> Result<Group, RouteError> {
+        let g = Group::new(id, members)?;
+        for &(nh, _) in members {
+            if self.r.nhs.get(nh).is_none() {
+                return Err(RouteError::UnknownNextHop(nh));
+            }
+        }
+        Ok(g)
+    }
+
+    /// Adds an ECMP group.
+    ///
+    /// # Errors
+    /// `IdOutOfRange`, `GroupExists`, `UnknownNextHop`, `EmptyGroup`, `ZeroWeight`,
+    /// `DuplicateMember`, `TooManyMembers`.
+    pub fn group_add(&mut self, id: GroupId, members: &[(NhId, u32)]) -> Result<(), RouteError> {
+        Self::check_id(id)?;
+        if self.r.groups.get(id).is_some() {
+            return Err(RouteError::GroupExists(id));
+        }
+        let g = self.build_group(id, members)?;
+        let nhs = Arc::make_mut(&mut self.r.nhs);
+        for &(nh, _) in members {
+            nhs.add_ref(nh, 1);
+        }
+        Arc::make_mut(&mut self.r.groups).put(id, Arc::new(g));
+        Ok(())
+    }
+
+    /// Replaces an ECMP group's members.
+    ///
+    /// # Errors
+    /// `UnknownGroup` and the member errors of [`Txn::group_add`].
+    pub fn group_update(&mut self, id: GroupId, members: &[(NhId, u32)]) -> Result<(), RouteError> {
+        let old = self
+            .r
+            .groups
+            .get(id)
+            .cloned()
+            .ok_or(RouteError::UnknownGroup(id))?;
+        let g = self.build_group(id, members)?;
+        let nhs = Arc::make_mut(&mut self.r.nhs);
+        for &(nh, _) in members {
+            nhs.add_ref(nh, 1);
+        }
+        for &(nh, _) in old.members() {
+            nhs.add_ref(nh, -1);
+        }
+        Arc::make_mut(&mut self.r.groups).put(id, Arc::new(g));
+        Ok(())
+    }
+
+    /// Deletes an unused ECMP group.
+    ///
+    /// # Errors
+    /// `UnknownGroup`, `GroupInUse`.
+    pub fn group_del(&mut self, id: GroupId) -> Result<(), RouteError> {
+        let g = self
+            .r
+            .groups
+            .get(id)
+            .cloned()
+            .ok_or(RouteError::UnknownGroup(id))?;
+        let refs = self.r.groups.refs(id);
+        if refs != 0 {
+            return Err(RouteError::GroupInUse { id, refs });
+        }
+        Arc::make_mut(&mut self.r.groups).remove(id);
+        let nhs = Arc::make_mut(&mut self.r.nhs);
+        for &(nh, _) in g.members() {
+            nhs.add_ref(nh, -1);
+        }
+        Ok(())
+    }
+
+    /// Creates an empty VRF.
+    ///
+    /// # Errors
+    /// `VrfExists`.
+    pub fn vrf_add(&mut self, vrf: Vrf) -> Result<(), RouteError> {
+        if self.r.vrfs.contains_key(&vrf) {
+            return Err(RouteError::VrfExists(vrf));
+        }
+        self.vrf_mut(vrf);
+        Ok(())
+    }
+
+    /// Deletes an empty VRF.
+    ///
+    /// # Errors
+    /// `VrfNotFound`, `VrfNotEmpty`.
+    pub fn vrf_del(&mut self, vrf: Vrf) -> Result<(), RouteError> {
+        let t = self.r.vrfs.get(&vrf).ok_or(RouteError::VrfNotFound(vrf))?;
+        let routes = t.v4.rib.len() + t.v6.rib.len();
+        if routes != 0 {
+            return Err(RouteError::VrfNotEmpty { vrf, routes });
+        }
+        Arc::make_mut(&mut self.r.vrfs).remove(&vrf);
+        self.touched.retain(|&v| v != vrf);
+        Ok(())
+    }
+}

@@ -1,0 +1,249 @@
+//! Next hops and ECMP groups, with reference counts.
+//!
+//! Routes store ids, never copies, so changing a next hop (its MAC when a
+//! neighbour is resolved again, its port) changes every route using it in the
+//! same version. Both tables are persistent paged arrays indexed by id, so the
+//! data path's `nexthop(id)` is two array indexings.
+
+use std::collections::HashSet;
+use std::mem::size_of;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::parray::{PArray, ARC_HEADER};
+use super::{GroupId, NhId, RouteError};
+
+/// Largest next-hop or group id.
+pub const MAX_ID: u32 = (1 << 24) - 1;
+/// Largest number of members of an ECMP group.
+pub const MAX_GROUP_MEMBERS: usize = 1024;
+/// Slots of a group's hash table are at least this many...
+const MIN_SLOTS: usize = 64;
+/// ...and at most this many.
+const MAX_SLOTS: usize = 4096;
+
+/// Where to send a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NextHop {
+    /// Gateway address; `None` for a directly connected destination (the packet's
+    /// own destination address is the neighbour).
+    pub gateway: Option<IpAddr>,
+    /// Output port (validated by the caller).
+    pub port: u16,
+    /// Resolved destination MAC of the neighbour, `None` while unresolved.
+    pub mac: Option<[u8; 6]>,
+}
+
+/// An ECMP group: weighted members expanded into a power-of-two slot table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    members: Vec<(NhId, u32)>,
+    slots: Box<[NhId]>,
+    shift: u32,
+}
+
+impl Group {
+    /// Builds the slot table: each member gets a share of the slots proportional
+    /// to its weight (largest-remainder rounding, at least one slot each).
+    pub(crate) fn new(id: GroupId, members: &[(NhId, u32)]) -> Result<Group, RouteError> {
+        if members.is_empty() {
+            return Err(RouteError::EmptyGroup(id));
+        }
+        if members.len() > MAX_GROUP_MEMBERS {
+            return Err(RouteError::TooManyMembers {
+                id,
+                count: members.len(),
+                max: MAX_GROUP_MEMBERS,
+            });
+        }
+        let mut seen = HashSet::new();
+        for &(nh, w) in members {
+            if w == 0 {
+                return Err(RouteError::ZeroWeight { id, nh });
+            }
+            if !seen.insert(nh) {
+                return Err(RouteError::DuplicateMember { id, nh });
+            }
+        }
+        let total: u64 = members.iter().map(|&(_, w)| w as u64).sum();
+        let n = members.len();
+        let want = (total.min(MAX_SLOTS as u64) as usize)
+            .max(32 * n)
+            .clamp(MIN_SLOTS, MAX_SLOTS);
+        let s = want.next_power_of_two().min(MAX_SLOTS);
+        let mut share: Vec<usize> = members
+            .iter()
+            .map(|&(_, w)| (w as u64 * s as u64 / total) as usize)
+            .collect();
+        let mut left = s - share.iter().sum::<usize>();
+        let mut order: Vec<usize> = (0..n).collect();
+        // Largest remainder first; ties by member order (deterministic).
+        order.sort_by_key(|&i| std::cmp::Reverse(members[i].1 as u64 * s as u64 % total));
+        for &i in order.iter().cycle().take(left) {
+            share[i] += 1;
+        }
+        left = 0;
+        // Every member gets at least one slot, taken from the largest share.
+        for i in 0..n {
+            if share[i] == 0 {
+                let j = (0..n).max_by_key(|&j| share[j]).unwrap_or(0);
+                share[j] -= 1;
+                share[i] += 1;
+            }
+        }
+        debug_assert_eq!(left, 0);
+        let mut slots = Vec::with_capacity(s);
+        for (i, &(nh, _)) in members.iter().enumerate() {
+            slots.extend(std::iter::repeat_n(nh, share[i]));
+        }
+        debug_assert_eq!(slots.len(), s);
+        Ok(Group {
+            members: members.to_vec(),
+            slots: slots.into_boxed_slice(),
+            shift: 32 - s.trailing_zeros(),
+        })
+    }
+
+    /// Members and weights as configured.
+    pub fn members(&self) -> &[(NhId, u32)] {
+        &self.members
+    }
+
+    /// The slot table (length a power of two).
+    pub fn slots(&self) -> &[NhId] {
+        &self.slots
+    }
+
+    /// The member for a flow hash. Multiplicative (Fibonacci) hashing takes the
+    /// slot from the product's high bits, so hashes whose low bits are constant
+    /// on one queue (NIC RSS indirection uses them) still spread over all slots.
+    #[inline(always)]
+    pub fn select(&self, hash: u32) -> NhId {
+        self.slots[(hash.wrapping_mul(0x9E37_79B1) >> self.shift) as usize]
+    }
+}
+
+/// A table of `T` by id with reference counts.
+#[derive(Clone)]
+pub(crate) struct IdTable<T: Clone + PartialEq> {
+    items: PArray<Option<T>, 256, 64>,
+    refs: PArray<u32, 1024, 64>,
+    count: usize,
+}
+
+impl<T: Clone + PartialEq> IdTable<T> {
+    pub(crate) fn new() -> Self {
+        IdTable {
+            items: PArray::new(0, None),
+            refs: PArray::new(0, 0),
+            count: 0,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self, id: u32) -> Option<&T> {
+        self.items.try_get(id as usize)?.as_ref()
+    }
+
+    pub(crate) fn refs(&self, id: u32) -> u32 {
+        self.refs.try_get(id as usize).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Stores `v` at `id` (which must be <= MAX_ID); returns whether it was new.
+    pub(crate) fn put(&mut self, id: u32, v: T) -> bool {
+        let i = id as usize;
+        self.items.grow_to(i + 1);
+        self.refs.grow_to(i + 1);
+        let new = self.items.get(i).is_none();
+        self.items.set(i, Some(v));
+        self.count += usize::from(new);
+        new
+    }
+
+    pub(crate) fn remove(&mut self, id: u32) -> Option<T> {
+        let i = id as usize;
+        self.items.try_get(i)?.as_ref()?;
+        let old = self.items.page_mut(i / 256)[i % 256].take();
+        self.items.canonicalize_opt(i / 256);
+        self.count -= 1;
+        // Trim trailing empty mids so deleting everything returns to baseline.
+        while self.items.mids() > 0 && self.items.mid_is_zero(self.items.mids() - 1) {
+            self.items.pop_mid();
+        }
+        while self.refs.mids() > 0
+            && self.refs.mid_is_zero(self.refs.mids() - 1)
+            && self.refs.capacity() - PArray::<u32, 1024, 64>::PER_MID >= self.items.capacity()
+        {
+            self.refs.pop_mid();
+        }
+        old
+    }
+
+    pub(crate) fn add_ref(&mut self, id: u32, delta: i32) {
+        let i = id as usize;
+        let r = self.refs.get(i).wrapping_add_signed(delta);
+        self.refs.set(i, r);
+        if r == 0 {
+            self.refs.canonicalize(i / 1024);
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> + '_ {
+        (0..self.items.capacity())
+            .filter_map(move |i| self.items.get(i).as_ref().map(|v| (i as u32, v)))
+    }
+
+    pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
+        self.items.mem(seen) + self.refs.mem(seen)
+    }
+}
+
+impl IdTable<Arc<Group>> {
+    pub(crate) fn mem_groups(&self, seen: &mut HashSet<usize>) -> usize {
+        let mut b = self.mem(seen);
+        for (_, g) in self.iter() {
+            if seen.insert(Arc::as_ptr(g) as usize) {
+                b += ARC_HEADER
+                    + size_of::<Group>()
+                    + g.members.capacity() * size_of::<(NhId, u32)>()
+                    + g.slots.len() * size_of::<NhId>();
+            }
+        }
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_slots_follow_weights() {
+        let g = Group::new(1, &[(10, 1), (11, 3)]).unwrap();
+        let s = g.slots();
+        assert!(s.len().is_power_of_two());
+        let a = s.iter().filter(|&&x| x == 10).count();
+        assert_eq!(a * 4, s.len());
+        let g = Group::new(2, &[(1, 1), (2, 1), (3, 1)]).unwrap();
+        for nh in 1..=3 {
+            let c = g.slots().iter().filter(|&&x| x == nh).count();
+            assert!((c as f64 / g.slots().len() as f64 - 1.0 / 3.0).abs() < 0.01);
+        }
+        // tiny weight still gets a slot
+        let g = Group::new(3, &[(1, 1_000_000), (2, 1)]).unwrap();
+        assert!(g.slots().contains(&2));
+        assert_eq!(Group::new(4, &[]), Err(RouteError::EmptyGroup(4)));
+        assert_eq!(
+            Group::new(4, &[(1, 0)]),
+            Err(RouteError::ZeroWeight { id: 4, nh: 1 })
+        );
+        assert_eq!(
+            Group::new(4, &[(1, 1), (1, 2)]),
+            Err(RouteError::DuplicateMember { id: 4, nh: 1 })
+        );
+    }
+}

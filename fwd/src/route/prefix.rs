@@ -1,0 +1,371 @@
+//! IPv4/IPv6 prefixes that are valid by construction.
+//!
+//! A prefix with host bits set (`10.0.0.1/8`) is rejected with
+//! [`PrefixError::HostBitsSet`] rather than silently normalised: a typo in a route
+//! file must not install a different route than the operator wrote. Callers that
+//! really want normalisation use [`Prefix4::new_truncate`] / [`Prefix6::new_truncate`].
+
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+/// Why a prefix could not be built or parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PrefixError {
+    /// Not of the form `ADDR/LEN` with a valid address and decimal length.
+    #[error("invalid prefix syntax {0:?} (expected ADDR/LEN)")]
+    Syntax(String),
+    /// The length exceeds the address width.
+    #[error("prefix length {len} exceeds {max}")]
+    LengthTooLong {
+        /// Length given.
+        len: u8,
+        /// 32 or 128.
+        max: u8,
+    },
+    /// Bits beyond the prefix length are set.
+    #[error("prefix {given} has host bits set (did you mean {normalized}?)")]
+    HostBitsSet {
+        /// As written.
+        given: String,
+        /// With the host bits cleared.
+        normalized: String,
+    },
+}
+
+/// An IPv4 prefix `addr/len` with no host bits set. Orders by (address, length),
+/// which is the order of a pre-order walk of the binary trie (dump order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Prefix4 {
+    addr: u32,
+    len: u8,
+}
+
+/// An IPv6 prefix `addr/len` (address as a host-order `u128`, i.e.
+/// `u128::from_be_bytes(octets)`) with no host bits set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Prefix6 {
+    addr: u128,
+    len: u8,
+}
+
+/// Either family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Prefix {
+    /// IPv4.
+    V4(Prefix4),
+    /// IPv6.
+    V6(Prefix6),
+}
+
+/// Netmask of `len` bits in a `u32` (`len` <= 32).
+#[inline]
+pub const fn mask4(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len as u32)
+    }
+}
+
+/// Netmask of `len` bits in a `u128` (`len` <= 128).
+#[inline]
+pub const fn mask6(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - len as u32)
+    }
+}
+
+impl Prefix4 {
+    /// The default route `0.0.0.0/0`.
+    pub const DEFAULT: Prefix4 = Prefix4 { addr: 0, len: 0 };
+
+    /// `addr/len`.
+    ///
+    /// # Errors
+    /// [`PrefixError::LengthTooLong`] if `len > 32`, [`PrefixError::HostBitsSet`] if
+    /// `addr` has bits set beyond `len`.
+    pub fn new(addr: u32, len: u8) -> Result<Self, PrefixError> {
+        if len > 32 {
+            return Err(PrefixError::LengthTooLong { len, max: 32 });
+        }
+        if addr & !mask4(len) != 0 {
+            return Err(PrefixError::HostBitsSet {
+                given: format!("{}/{len}", Ipv4Addr::from(addr)),
+                normalized: format!("{}/{len}", Ipv4Addr::from(addr & mask4(len))),
+            });
+        }
+        Ok(Prefix4 { addr, len })
+    }
+
+    /// `addr/len` with the host bits of `addr` cleared.
+    ///
+    /// # Errors
+    /// [`PrefixError::LengthTooLong`] if `len > 32`.
+    pub fn new_truncate(addr: u32, len: u8) -> Result<Self, PrefixError> {
+        if len > 32 {
+            return Err(PrefixError::LengthTooLong { len, max: 32 });
+        }
+        Ok(Prefix4 {
+            addr: addr & mask4(len),
+            len,
+        })
+    }
+
+    /// Network address.
+    #[inline]
+    pub fn addr(self) -> u32 {
+        self.addr
+    }
+
+    /// Prefix length (0..=32).
+    #[inline]
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(self) -> u8 {
+        self.len
+    }
+
+    /// Last address covered (the broadcast address).
+    #[inline]
+    pub fn last(self) -> u32 {
+        self.addr | !mask4(self.len)
+    }
+
+    /// Whether `a` is covered.
+    #[inline]
+    pub fn contains(self, a: u32) -> bool {
+        a & mask4(self.len) == self.addr
+    }
+}
+
+impl Prefix6 {
+    /// The default route `::/0`.
+    pub const DEFAULT: Prefix6 = Prefix6 { addr: 0, len: 0 };
+
+    /// `addr/len`.
+    ///
+    /// # Errors
+    /// [`PrefixError::LengthTooLong`] if `len > 128`, [`PrefixError::HostBitsSet`] if
+    /// `addr` has bits set beyond `len`.
+    pub fn new(addr: u128, len: u8) -> Result<Self, PrefixError> {
+        if len > 128 {
+            return Err(PrefixError::LengthTooLong { len, max: 128 });
+        }
+        if addr & !mask6(len) != 0 {
+            return Err(PrefixError::HostBitsSet {
+                given: format!("{}/{len}", Ipv6Addr::from(addr)),
+                normalized: format!("{}/{len}", Ipv6Addr::from(addr & mask6(len))),
+            });
+        }
+        Ok(Prefix6 { addr, len })
+    }
+
+    /// `addr/len` with the host bits of `addr` cleared.
+    ///
+    /// # Errors
+    /// [`PrefixError::LengthTooLong`] if `len > 128`.
+    pub fn new_truncate(addr: u128, len: u8) -> Result<Self, PrefixError> {
+        if len > 128 {
+            return Err(PrefixError::LengthTooLong { len, max: 128 });
+        }
+        Ok(Prefix6 {
+            addr: addr & mask6(len),
+            len,
+        })
+    }
+
+    /// Network address.
+    #[inline]
+    pub fn addr(self) -> u128 {
+        self.addr
+    }
+
+    /// Prefix length (0..=128).
+    #[inline]
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(self) -> u8 {
+        self.len
+    }
+
+    /// Last address covered.
+    #[inline]
+    pub fn last(self) -> u128 {
+        self.addr | !mask6(self.len)
+    }
+
+    /// Whether `a` is covered.
+    #[inline]
+    pub fn contains(self, a: u128) -> bool {
+        a & mask6(self.len) == self.addr
+    }
+}
+
+impl Prefix {
+    /// Prefix length.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(self) -> u8 {
+        match self {
+            Prefix::V4(p) => p.len,
+            Prefix::V6(p) => p.len,
+        }
+    }
+
+    /// Whether this is an IPv4 prefix.
+    pub fn is_v4(self) -> bool {
+        matches!(self, Prefix::V4(_))
+    }
+}
+
+impl From<Prefix4> for Prefix {
+    fn from(p: Prefix4) -> Self {
+        Prefix::V4(p)
+    }
+}
+
+impl From<Prefix6> for Prefix {
+    fn from(p: Prefix6) -> Self {
+        Prefix::V6(p)
+    }
+}
+
+impl fmt::Display for Prefix4 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", Ipv4Addr::from(self.addr), self.len)
+    }
+}
+
+impl fmt::Display for Prefix6 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", Ipv6Addr::from(self.addr), self.len)
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Prefix::V4(p) => p.fmt(f),
+            Prefix::V6(p) => p.fmt(f),
+        }
+    }
+}
+
+fn split(s: &str) -> Result<(&str, u8), PrefixError> {
+    let syntax = || PrefixError::Syntax(s.to_string());
+    let (a, l) = s.split_once('/').ok_or_else(syntax)?;
+    if l.is_empty() || l.len() > 3 || !l.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(syntax());
+    }
+    let len: u16 = l.parse().map_err(|_| syntax())?;
+    let len = u8::try_from(len).map_err(|_| syntax())?;
+    Ok((a, len))
+}
+
+impl FromStr for Prefix4 {
+    type Err = PrefixError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (a, len) = split(s)?;
+        let a: Ipv4Addr = a.parse().map_err(|_| PrefixError::Syntax(s.to_string()))?;
+        Prefix4::new(u32::from(a), len)
+    }
+}
+
+impl FromStr for Prefix6 {
+    type Err = PrefixError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (a, len) = split(s)?;
+        let a: Ipv6Addr = a.parse().map_err(|_| PrefixError::Syntax(s.to_string()))?;
+        Prefix6::new(u128::from(a), len)
+    }
+}
+
+impl FromStr for Prefix {
+    type Err = PrefixError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.contains(':') {
+            s.parse().map(Prefix::V6)
+        } else {
+            s.parse().map(Prefix::V4)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_display() {
+        let p: Prefix4 = "10.1.0.0/16".parse().unwrap();
+        assert_eq!(p.addr(), 0x0a01_0000);
+        assert_eq!(p.len(), 16);
+        assert_eq!(p.last(), 0x0a01_ffff);
+        assert_eq!(p.to_string(), "10.1.0.0/16");
+        let q: Prefix = "2001:db8::/32".parse().unwrap();
+        assert_eq!(q.to_string(), "2001:db8::/32");
+        assert!(matches!(q, Prefix::V6(p) if p.len() == 32));
+        let d: Prefix4 = "0.0.0.0/0".parse().unwrap();
+        assert_eq!(d, Prefix4::DEFAULT);
+        assert_eq!(d.last(), u32::MAX);
+        let all: Prefix6 = "::/0".parse().unwrap();
+        assert_eq!(all.last(), u128::MAX);
+        let host: Prefix6 = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"
+            .parse()
+            .unwrap();
+        assert_eq!(host.addr(), u128::MAX);
+    }
+
+    #[test]
+    fn rejects_bad_prefixes() {
+        let e = "10.0.0.1/8".parse::<Prefix4>().unwrap_err();
+        assert_eq!(
+            e,
+            PrefixError::HostBitsSet {
+                given: "10.0.0.1/8".into(),
+                normalized: "10.0.0.0/8".into()
+            }
+        );
+        assert!(e.to_string().contains("did you mean 10.0.0.0/8"));
+        assert!(matches!(
+            "10.0.0.0/33".parse::<Prefix4>(),
+            Err(PrefixError::LengthTooLong { len: 33, max: 32 })
+        ));
+        assert!(matches!(
+            "::/129".parse::<Prefix6>(),
+            Err(PrefixError::LengthTooLong { .. })
+        ));
+        for bad in [
+            "10.0.0.0",
+            "10.0.0.0/",
+            "10.0.0.0/x",
+            "10.0.0/8",
+            "/8",
+            "10.0.0.0/+8",
+        ] {
+            assert!(
+                matches!(bad.parse::<Prefix4>(), Err(PrefixError::Syntax(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            "2001:db8::1/32".parse::<Prefix>(),
+            Err(PrefixError::HostBitsSet { .. })
+        ));
+        assert_eq!(
+            Prefix4::new_truncate(0x0a00_0001, 8).unwrap(),
+            Prefix4::new(0x0a00_0000, 8).unwrap()
+        );
+    }
+
+    #[test]
+    fn ordering_is_preorder() {
+        let mut v: Vec<Prefix4> = ["10.0.0.0/16", "10.0.0.0/8", "9.0.0.0/8", "10.0.1.0/24"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        v.sort();
+        let s: Vec<String> = v.iter().map(|p| p.to_string()).collect();
+        assert_eq!(s, ["9.0.0.0/8", "10.0.0.0/8", "10.0.0.0/16", "10.0.1.0/24"]);
+    }
+}

@@ -1,0 +1,542 @@
+//! The RIB: a persistent stride-8 prefix trie (one per VRF and family).
+//!
+//! A node covers 8 address bits. It stores the prefixes whose length ends inside
+//! its stride (local lengths 1..=8, plus `/0` at the root) in a complete binary
+//! tree indexed `1..512` (`idx = 1 << l | bits`), and up to 256 children, both as
+//! popcount-compressed sparse arrays. Nodes are `Arc`s; an update copies only the
+//! nodes on the path to the prefix (path copying), so a version shares everything
+//! else with its predecessor.
+//!
+//! Besides exact get/insert/remove it answers the two questions the FIB update
+//! needs: the longest strictly-covering prefix (what a deleted prefix falls back
+//! to) and the maximal more-specific prefixes inside a prefix (the holes that an
+//! update of the prefix must not overwrite). The iterator walks in prefix order
+//! (address, then length), which is the binary trie's pre-order.
+//!
+//! Addresses are `u128` right-aligned in `W` bits (`W` = 32 or 128).
+
+use std::collections::HashSet;
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::parray::{touch, ARC_HEADER};
+use super::Target;
+
+#[derive(Clone, Default, Debug)]
+struct Node {
+    pbits: [u64; 8],
+    pfx: Vec<Target>,
+    cbits: [u64; 4],
+    kids: Vec<Arc<Node>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // See `parray::touch`: overlap the cache misses of the children's
+        // reference counts before their serialising decrements.
+        touch(&self.kids);
+    }
+}
+
+/// `Arc::make_mut` for nodes, with the children's counts loaded first (cloning
+/// a node increments every child's count).
+#[inline]
+fn mm(a: &mut Arc<Node>) -> &mut Node {
+    if Arc::strong_count(a) != 1 {
+        touch(&a.kids);
+    }
+    Arc::make_mut(a)
+}
+
+#[inline]
+fn test(bits: &[u64], i: usize) -> bool {
+    (bits[i >> 6] >> (i & 63)) & 1 != 0
+}
+
+#[inline]
+fn rank(bits: &[u64], i: usize) -> usize {
+    let w = i >> 6;
+    let below: usize = bits[..w].iter().map(|b| b.count_ones() as usize).sum();
+    below + (bits[w] & ((1u64 << (i & 63)) - 1)).count_ones() as usize
+}
+
+/// Any bit set in `[lo, hi)`.
+#[inline]
+fn any_in(bits: &[u64], lo: usize, hi: usize) -> bool {
+    if lo >= hi {
+        return false;
+    }
+    let (wl, wh) = (lo >> 6, (hi - 1) >> 6);
+    for (w, &word) in bits.iter().enumerate().take(wh + 1).skip(wl) {
+        let mut m = word;
+        if w == wl {
+            m &= !0u64 << (lo & 63);
+        }
+        if w == wh {
+            let top = ((hi - 1) & 63) + 1;
+            if top < 64 {
+                m &= (1u64 << top) - 1;
+            }
+        }
+        if m != 0 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Local length of tree index `idx` (1..512).
+#[inline]
+fn level(idx: usize) -> u32 {
+    usize::BITS - 1 - idx.leading_zeros()
+}
+
+impl Node {
+    #[inline]
+    fn has_pfx(&self, idx: usize) -> bool {
+        test(&self.pbits, idx)
+    }
+
+    #[inline]
+    fn pfx_get(&self, idx: usize) -> Option<Target> {
+        test(&self.pbits, idx).then(|| self.pfx[rank(&self.pbits, idx)])
+    }
+
+    fn pfx_set(&mut self, idx: usize, t: Target) -> Option<Target> {
+        let r = rank(&self.pbits, idx);
+        if test(&self.pbits, idx) {
+            Some(std::mem::replace(&mut self.pfx[r], t))
+        } else {
+            self.pbits[idx >> 6] |= 1 << (idx & 63);
+            self.pfx.insert(r, t);
+            None
+        }
+    }
+
+    fn pfx_del(&mut self, idx: usize) -> Option<Target> {
+        if !test(&self.pbits, idx) {
+            return None;
+        }
+        let r = rank(&self.pbits, idx);
+        self.pbits[idx >> 6] &= !(1 << (idx & 63));
+        let t = self.pfx.remove(r);
+        if self.pfx.is_empty() {
+            self.pfx = Vec::new();
+        }
+        Some(t)
+    }
+
+    #[inline]
+    fn kid(&self, b: usize) -> Option<&Arc<Node>> {
+        test(&self.cbits, b).then(|| &self.kids[rank(&self.cbits, b)])
+    }
+
+    /// Child `b` (created empty if absent), unshared. Returns whether it was created.
+    fn kid_mut_or_new(&mut self, b: usize) -> (&mut Node, bool) {
+        let r = rank(&self.cbits, b);
+        let created = !test(&self.cbits, b);
+        if created {
+            self.cbits[b >> 6] |= 1 << (b & 63);
+            self.kids.insert(r, Arc::new(Node::default()));
+        }
+        (mm(&mut self.kids[r]), created)
+    }
+
+    fn kid_arc_mut(&mut self, b: usize) -> Option<&mut Arc<Node>> {
+        if test(&self.cbits, b) {
+            let r = rank(&self.cbits, b);
+            Some(&mut self.kids[r])
+        } else {
+            None
+        }
+    }
+
+    fn kid_del(&mut self, b: usize) {
+        if test(&self.cbits, b) {
+            let r = rank(&self.cbits, b);
+            self.cbits[b >> 6] &= !(1 << (b & 63));
+            self.kids.remove(r);
+            if self.kids.is_empty() {
+                self.kids = Vec::new();
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pfx.is_empty() && self.kids.is_empty()
+    }
+
+    /// Whether anything (prefix at or below `idx`, or a child under it) exists.
+    fn subtree_nonempty(&self, idx: usize) -> bool {
+        let l = level(idx);
+        for m in l..=8 {
+            let sh = m - l;
+            if any_in(&self.pbits, idx << sh, (idx + 1) << sh) {
+                return true;
+            }
+        }
+        let sh = 8 - l;
+        any_in(&self.cbits, (idx << sh) - 256, ((idx + 1) << sh) - 256)
+    }
+
+    fn mem(&self, seen: &mut HashSet<usize>) -> usize {
+        let mut b = self.pfx.capacity() * size_of::<Target>()
+            + self.kids.capacity() * size_of::<Arc<Node>>();
+        for k in &self.kids {
+            if seen.insert(Arc::as_ptr(k) as usize) {
+                b += ARC_HEADER + size_of::<Node>() + k.mem(seen);
+            }
+        }
+        b
+    }
+}
+
+/// See the module doc.
+#[derive(Clone)]
+pub(crate) struct Rib<const W: u32> {
+    root: Arc<Node>,
+    len: usize,
+    nodes: usize,
+}
+
+impl<const W: u32> Default for Rib<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const W: u32> Rib<W> {
+    pub(crate) fn new() -> Self {
+        Rib {
+            root: Arc::new(Node::default()),
+            len: 0,
+            nodes: 1,
+        }
+    }
+
+    /// Number of prefixes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Number of trie nodes (the root included).
+    pub(crate) fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    /// Node depth and tree index of `addr/len`.
+    #[inline]
+    fn locate(addr: u128, len: u8) -> (u32, usize) {
+        if len == 0 {
+            return (0, 1);
+        }
+        let len = len as u32;
+        let d = (len - 1) / 8;
+        let l = len - 8 * d;
+        let bits = (addr >> (W - len)) & ((1u128 << l) - 1);
+        (d, (1usize << l) | bits as usize)
+    }
+
+    /// The address byte that selects the child of a node at depth `d`.
+    #[inline]
+    fn byte(addr: u128, d: u32) -> usize {
+        ((addr >> (W - 8 * d - 8)) & 0xff) as usize
+    }
+
+    /// The `8 d` leading bits of `addr` (the base address of a depth-`d` node).
+    #[inline]
+    fn base(addr: u128, d: u32) -> u128 {
+        if d == 0 {
+            0
+        } else {
+            addr & !((1u128 << (W - 8 * d)) - 1)
+        }
+    }
+
+    #[inline]
+    fn prefix_of(base: u128, d: u32, idx: usize) -> (u128, u8) {
+        let l = level(idx);
+        let len = 8 * d + l;
+        if l == 0 {
+            return (base, len as u8);
+        }
+        let bits = (idx - (1 << l)) as u128;
+        (base | bits << (W - len), len as u8)
+    }
+
+    /// Exact match.
+    pub(crate) fn get(&self, addr: u128, len: u8) -> Option<Target> {
+        let (d, idx) = Self::locate(addr, len);
+        let mut n = &*self.root;
+        for k in 0..d {
+            n = n.kid(Self::byte(addr, k))?;
+        }
+        n.pfx_get(idx)
+    }
+
+    /// Inserts or replaces; returns the previous target.
+    pub(crate) fn insert(&mut self, addr: u128, len: u8, t: Target) -> Option<Target> {
+        let (d, idx) = Self::locate(addr, len);
+        let mut n = mm(&mut self.root);
+        for k in 0..d {
+            let (kid, created) = n.kid_mut_or_new(Self::byte(addr, k));
+            self.nodes += usize::from(created);
+            n = kid;
+        }
+        let old = n.pfx_set(idx, t);
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    /// Removes; returns the removed target. Empty nodes are pruned.
+    pub(crate) fn remove(&mut self, addr: u128, len: u8) -> Option<Target> {
+        // Check first so that removing an absent prefix copies nothing.
+        self.get(addr, len)?;
+        let (d, idx) = Self::locate(addr, len);
+        let (t, freed) = Self::rm(mm(&mut self.root), addr, d, idx, 0)?;
+        self.nodes -= freed;
+        self.len -= 1;
+        Some(t)
+    }
+
+    fn rm(n: &mut Node, addr: u128, d: u32, idx: usize, k: u32) -> Option<(Target, usize)> {
+        if k == d {
+            return n.pfx_del(idx).map(|t| (t, 0));
+        }
+        let b = Self::byte(addr, k);
+        let child = n.kid_arc_mut(b)?;
+        let (t, mut freed) = Self::rm(mm(child), addr, d, idx, k + 1)?;
+        if child.is_empty() {
+            n.kid_del(b);
+            freed += 1;
+        }
+        Some((t, freed))
+    }
+
+    /// Longest prefix of length `<= max_len` that covers `addr`.
+    pub(crate) fn lpm(&self, addr: u128, max_len: u8) -> Option<(u128, u8, Target)> {
+        let max = max_len as u32;
+        let mut best = None;
+        let mut n = &*self.root;
+        let mut d = 0u32;
+        loop {
+            let top = (8 * d + 8).min(max);
+            let bottom = if d == 0 { 0 } else { 8 * d + 1 };
+            let mut len = top;
+            while len >= bottom {
+                let (_, idx) = Self::locate(addr, len as u8);
+                if let Some(t) = n.pfx_get(idx) {
+                    let a = if len == 0 {
+                        0
+                    } else {
+                        addr & !((1u128 << (W - len)) - 1)
+                    };
+                    best = Some((a, len as u8, t));
+                    break;
+                }
+                if len == 0 {
+                    break;
+                }
+                len -= 1;
+            }
+            if max <= 8 * d + 8 {
+                break;
+            }
+            match n.kid(Self::byte(addr, d)) {
+                Some(k) => {
+                    n = k;
+                    d += 1;
+                }
+                None => break,
+            }
+        }
+        best
+    }
+
+    /// The maximal strict sub-prefixes of `addr/len` (those not inside another
+    /// strict sub-prefix), in address order, into `out` (cleared first).
+    pub(crate) fn maximal_children(&self, addr: u128, len: u8, out: &mut Vec<(u128, u8)>) {
+        out.clear();
+        let (d, idx) = Self::locate(addr, len);
+        let mut n = &*self.root;
+        for k in 0..d {
+            match n.kid(Self::byte(addr, k)) {
+                Some(c) => n = c,
+                None => return,
+            }
+        }
+        Self::below(n, idx, Self::base(addr, d), d, out);
+    }
+
+    fn below(n: &Node, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
+        if idx >= 256 {
+            let b = idx - 256;
+            if let Some(c) = n.kid(b) {
+                let cb = base | (b as u128) << (W - 8 * d - 8);
+                Self::collect(c, 2, cb, d + 1, out);
+                Self::collect(c, 3, cb, d + 1, out);
+            }
+        } else {
+            Self::collect(n, 2 * idx, base, d, out);
+            Self::collect(n, 2 * idx + 1, base, d, out);
+        }
+    }
+
+    fn collect(n: &Node, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
+        if n.has_pfx(idx) {
+            out.push(Self::prefix_of(base, d, idx));
+        } else if n.subtree_nonempty(idx) {
+            Self::below(n, idx, base, d, out);
+        }
+    }
+
+    /// All prefixes in prefix order (address, then length).
+    pub(crate) fn iter(&self) -> RibIter<'_, W> {
+        let mut stack = Vec::with_capacity(64);
+        if !self.root.is_empty() {
+            stack.push((&*self.root, 1u16, 0u128, 0u8));
+        }
+        RibIter { stack }
+    }
+
+    /// Bytes reachable and not yet in `seen`.
+    pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
+        if !seen.insert(Arc::as_ptr(&self.root) as usize) {
+            return 0;
+        }
+        ARC_HEADER + size_of::<Node>() + self.root.mem(seen)
+    }
+}
+
+/// Pre-order iterator over a RIB: `(addr, len, target)`.
+pub(crate) struct RibIter<'a, const W: u32> {
+    stack: Vec<(&'a Node, u16, u128, u8)>,
+}
+
+impl<const W: u32> Iterator for RibIter<'_, W> {
+    type Item = (u128, u8, Target);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some((n, idx, base, d)) = self.stack.pop() {
+            let idx = idx as usize;
+            if idx >= 256 {
+                let b = idx - 256;
+                if let Some(c) = n.kid(b) {
+                    let cb = base | (b as u128) << (W - 8 * d as u32 - 8);
+                    for s in [3u16, 2] {
+                        if c.subtree_nonempty(s as usize) {
+                            self.stack.push((c, s, cb, d + 1));
+                        }
+                    }
+                }
+            } else {
+                for s in [2 * idx + 1, 2 * idx] {
+                    if n.subtree_nonempty(s) {
+                        self.stack.push((n, s as u16, base, d));
+                    }
+                }
+            }
+            if let Some(t) = n.pfx_get(idx) {
+                let (a, l) = Rib::<W>::prefix_of(base, d as u32, idx);
+                return Some((a, l, t));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p4(s: &str) -> (u128, u8) {
+        let p: super::super::Prefix4 = s.parse().unwrap();
+        (p.addr() as u128, p.len())
+    }
+
+    #[test]
+    fn insert_get_remove_iter() {
+        let mut r = Rib::<32>::new();
+        let items = [
+            "0.0.0.0/0",
+            "10.0.0.0/8",
+            "10.0.0.0/16",
+            "10.1.0.0/16",
+            "10.1.2.0/24",
+            "10.1.2.128/25",
+            "10.1.2.129/32",
+            "255.255.255.254/31",
+            "255.255.255.255/32",
+            "128.0.0.0/1",
+        ];
+        for (i, s) in items.iter().enumerate() {
+            let (a, l) = p4(s);
+            assert_eq!(r.insert(a, l, Target::NextHop(i as u32)), None);
+        }
+        assert_eq!(r.len(), items.len());
+        let mut sorted: Vec<(u128, u8)> = items.iter().map(|s| p4(s)).collect();
+        sorted.sort();
+        let got: Vec<(u128, u8)> = r.iter().map(|(a, l, _)| (a, l)).collect();
+        assert_eq!(got, sorted);
+
+        let (a, l) = p4("10.1.2.0/24");
+        assert_eq!(r.get(a, l), Some(Target::NextHop(4)));
+        assert_eq!(r.lpm(p4("10.1.2.5/32").0, 32).map(|x| x.1), Some(24));
+        assert_eq!(r.lpm(p4("10.1.2.129/32").0, 32).map(|x| x.1), Some(32));
+        assert_eq!(r.lpm(p4("10.1.2.129/32").0, 31).map(|x| x.1), Some(25));
+        assert_eq!(r.lpm(p4("11.0.0.0/32").0, 32).map(|x| x.1), Some(0));
+        assert_eq!(r.lpm(p4("200.0.0.0/32").0, 32).map(|x| x.1), Some(1));
+
+        let mut kids = Vec::new();
+        r.maximal_children(p4("10.0.0.0/8").0, 8, &mut kids);
+        assert_eq!(kids, vec![p4("10.0.0.0/16"), p4("10.1.0.0/16")]);
+        r.maximal_children(0, 0, &mut kids);
+        assert_eq!(kids, vec![p4("10.0.0.0/8"), p4("128.0.0.0/1")]);
+        r.maximal_children(p4("10.1.2.0/24").0, 24, &mut kids);
+        assert_eq!(kids, vec![p4("10.1.2.128/25")]);
+        r.maximal_children(p4("255.255.255.254/31").0, 31, &mut kids);
+        assert_eq!(kids, vec![p4("255.255.255.255/32")]);
+
+        let before = r.clone();
+        for s in items {
+            let (a, l) = p4(s);
+            assert!(r.remove(a, l).is_some(), "{s}");
+            assert_eq!(r.remove(a, l), None);
+        }
+        assert_eq!(r.len(), 0);
+        assert_eq!(r.nodes(), 1);
+        assert_eq!(r.iter().count(), 0);
+        // the old version is untouched
+        assert_eq!(before.iter().count(), items.len());
+        assert_eq!(
+            r.mem(&mut HashSet::new()),
+            Rib::<32>::new().mem(&mut HashSet::new())
+        );
+    }
+
+    #[test]
+    fn v6_extremes() {
+        let mut r = Rib::<128>::new();
+        r.insert(0, 0, Target::Blackhole);
+        r.insert(u128::MAX, 128, Target::Local);
+        r.insert(u128::MAX - 1, 127, Target::Reject);
+        let v: Vec<_> = r.iter().collect();
+        assert_eq!(
+            v,
+            vec![
+                (0, 0, Target::Blackhole),
+                (u128::MAX - 1, 127, Target::Reject),
+                (u128::MAX, 128, Target::Local)
+            ]
+        );
+        assert_eq!(r.lpm(u128::MAX, 128).unwrap().1, 128);
+        assert_eq!(r.lpm(u128::MAX, 127).unwrap().1, 127);
+        assert_eq!(r.lpm(u128::MAX - 1, 128).unwrap().1, 127);
+        assert_eq!(r.lpm(5, 128).unwrap().1, 0);
+        let mut kids = Vec::new();
+        r.maximal_children(0, 0, &mut kids);
+        assert_eq!(kids, vec![(u128::MAX - 1, 127)]);
+    }
+}
