@@ -12,5 +12,6 @@ pub mod acl;
 pub mod config;
 pub mod dpdk;
 pub mod pkt;
+pub mod qsbr;
 pub mod route;
 pub mod stats;
