@@ -1,0 +1,910 @@
+#![doc = include_str!("../../PROTOCOL.md")]
+
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+mod net;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use net::parse_addr;
+pub use net::{IpNet, Mac, NetParseError};
+
+/// The protocol version this crate speaks. Bumped on any incompatible
+/// change of the types below (including a new field in a request type,
+/// since requests reject unknown fields).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The `client` string `fwdctl` sends in its hello.
+pub const CLIENT_NAME: &str = concat!("fwdctl ", env!("CARGO_PKG_VERSION"));
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+fn one() -> u32 {
+    1
+}
+
+// ---------------------------------------------------------------- handshake
+
+/// The client's first line: `{"hello":{"protocol":1,"client":"fwdctl 0.1.0"}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloLine {
+    pub hello: Hello,
+}
+
+/// What a client says about itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The protocol version the client speaks.
+    pub protocol: u32,
+    /// Free text for logs, e.g. `"fwdctl 0.1.0"`.
+    pub client: String,
+}
+
+/// The server's answer to a hello: `{"hello":{...}}` or `{"error":{...}}`
+/// (after an error the server closes the connection).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HelloReply {
+    Hello(ServerHello),
+    Error(ErrorBody),
+}
+
+/// What the daemon says about itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerHello {
+    /// The protocol version the daemon speaks (equal to the client's).
+    pub protocol: u32,
+    /// Free text, e.g. `"fwd 0.1.0"`.
+    pub daemon: String,
+}
+
+impl HelloReply {
+    /// The server side of the handshake: accept a client speaking
+    /// [`PROTOCOL_VERSION`], refuse any other with [`ErrorKind::Unsupported`].
+    pub fn answer(hello: &Hello, daemon: &str) -> HelloReply {
+        if hello.protocol == PROTOCOL_VERSION {
+            HelloReply::Hello(ServerHello {
+                protocol: PROTOCOL_VERSION,
+                daemon: daemon.to_string(),
+            })
+        } else {
+            HelloReply::Error(ErrorBody::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "protocol version {} is not supported; this daemon speaks {}",
+                    hello.protocol, PROTOCOL_VERSION
+                ),
+            ))
+        }
+    }
+}
+
+// ---------------------------------------------------------------- requests
+
+/// One request line: `{"id":N,"request":{...}}`. The client picks `id`
+/// (echoed on every line of the answer); `0` is reserved for "unknown".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestLine {
+    pub id: u64,
+    pub request: Request,
+}
+
+/// Everything a client can ask. Variants marked *stream* are answered by
+/// `item` lines and an `end` line; the others by one `ok` line. Either may
+/// instead be answered by one `error` line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// One change, applied as its own generation. Answer: [`Response::Done`].
+    Change(Change),
+    /// Changes applied as ONE generation, or none of them. On failure the
+    /// error's `index` is the 1-based position of the offending change.
+    /// Answer: [`Response::Done`].
+    Batch { changes: Vec<Change> },
+    /// *stream* of [`Item::Rule`] in classification order (priority, id).
+    RuleShow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u32>,
+    },
+    /// *stream* of [`Item::RuleCounters`], same order.
+    RuleCounters {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u32>,
+    },
+    /// *stream* of [`Item::Route`]: by table, then family (IPv4 first), then
+    /// prefix order (address, then length).
+    RouteShow {
+        /// Only this table; all tables when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        table: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        family: Option<Family>,
+        /// Only routes equal to or more specific than this prefix.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        within: Option<IpNet>,
+    },
+    /// Longest-prefix match of `addr` in `table`. Answer:
+    /// [`Response::RouteLookup`], or `not_found` when nothing matches.
+    RouteGet {
+        addr: IpAddr,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        table: u32,
+    },
+    /// *stream* of [`Item::Nexthop`].
+    NexthopShow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u32>,
+    },
+    /// *stream* of [`Item::Group`].
+    GroupShow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u32>,
+    },
+    /// *stream* of [`Item::Neigh`].
+    NeighShow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dev: Option<String>,
+    },
+    /// *stream* of [`Item::Address`].
+    AddressShow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dev: Option<String>,
+    },
+    /// Answer: [`Response::Ports`] (all ports when `port` is absent).
+    PortShow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        port: Option<String>,
+    },
+    /// Answer: [`Response::PortStats`].
+    PortStats {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        port: Option<String>,
+    },
+    /// Answer: [`Response::PortXstats`].
+    PortXstats {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        port: Option<String>,
+    },
+    /// Answer: [`Response::Stats`].
+    Stats {},
+    /// Answer: [`Response::Status`].
+    Status {},
+    /// Write the running tables to `path` (absolute, on the daemon's host)
+    /// in the batch text format, so the daemon can load it at start.
+    /// Answer: [`Response::Saved`].
+    ConfigSave { path: String },
+    /// *stream* of [`Item::Rates`], one every `interval_ms`; endless unless
+    /// `count` is given (the client closes the connection to stop).
+    Watch {
+        interval_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+    },
+}
+
+impl Request {
+    /// True when the answer is a stream (`item`... `end`) rather than `ok`.
+    pub fn is_stream(&self) -> bool {
+        matches!(
+            self,
+            Request::RuleShow { .. }
+                | Request::RuleCounters { .. }
+                | Request::RouteShow { .. }
+                | Request::NexthopShow { .. }
+                | Request::GroupShow { .. }
+                | Request::NeighShow { .. }
+                | Request::AddressShow { .. }
+                | Request::Watch { .. }
+        )
+    }
+}
+
+/// Address family filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    Ipv4,
+    Ipv6,
+}
+
+/// A change to the tables. Alone ([`Request::Change`]) or in a
+/// [`Request::Batch`], a change applies completely or not at all.
+///
+/// Keys: rules by `id`; routes by `(table, prefix)`; next hops and groups by
+/// `id` (one id space for both); neighbours by `(dev, addr)`; addresses by
+/// `(dev, addr)`. `add` of an existing key fails with `exists`, `del` or
+/// `replace` of a missing one with `not_found` (`replace` of a route or a
+/// neighbour adds it when missing, like `ip route replace`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Change {
+    /// Without an `id` the daemon assigns one (returned in `Done.rule_ids`).
+    RuleAdd(Box<Rule>),
+    /// Replaces rule `id` (required) as one step: no packet sees neither.
+    RuleReplace(Box<Rule>),
+    RuleDel {
+        id: u32,
+    },
+    /// Deletes every rule. In a batch followed by `rule_add`s it swaps the
+    /// whole rule set atomically.
+    RuleFlush {},
+    RouteAdd(Route),
+    RouteReplace(Route),
+    RouteDel(RouteDel),
+    NexthopAdd(Nexthop),
+    /// Every route using the next hop follows it in the same generation.
+    NexthopReplace(Nexthop),
+    /// Fails with `conflict` while a route or group uses it.
+    NexthopDel {
+        id: u32,
+    },
+    GroupAdd(Group),
+    GroupReplace(Group),
+    /// Fails with `conflict` while a route uses it.
+    GroupDel {
+        id: u32,
+    },
+    NeighAdd(Neigh),
+    NeighReplace(Neigh),
+    NeighDel {
+        addr: IpAddr,
+        dev: String,
+    },
+    AddressAdd(Address),
+    AddressDel(Address),
+}
+
+/// A classifier rule. Lower `priority` wins; ties go to the lower id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Stable identifier; absent in a `rule_add` that lets the daemon choose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    pub priority: u32,
+    /// Absent or `{}` matches every packet.
+    #[serde(rename = "match", default, skip_serializing_if = "RuleMatch::is_any")]
+    pub matches: RuleMatch,
+    /// Applied in order; a terminal action (permit, drop, redirect) ends the
+    /// list. Never empty.
+    pub actions: Vec<Action>,
+}
+
+/// What a rule matches; every absent field is a wildcard.
+///
+/// Family: with `src` and `dst` both absent the rule matches IPv4 and IPv6;
+/// otherwise only their family (so `"0.0.0.0/0"` means "any IPv4 packet").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleMatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<IpNet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<IpNet>,
+    /// IP protocol / IPv6 next header, `x & mask == value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto: Option<Masked>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sport: Option<PortRange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dport: Option<PortRange>,
+    /// Ingress port name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_port: Option<String>,
+    /// 802.1Q VLAN id, 0..=4095.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+    /// 0..=63.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
+    /// TCP flags byte (CWR ECE URG ACK PSH RST SYN FIN), `x & mask == value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_flags: Option<Masked>,
+}
+
+impl RuleMatch {
+    /// True when every field is a wildcard.
+    pub fn is_any(&self) -> bool {
+        *self == RuleMatch::default()
+    }
+}
+
+/// `x & mask == value` on one byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Masked {
+    pub value: u8,
+    pub mask: u8,
+}
+
+/// Inclusive port range; `lo <= hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortRange {
+    pub lo: u16,
+    pub hi: u16,
+}
+
+/// One action of a rule. Unit variants are strings (`"drop"`), the others
+/// one-key objects (`{"redirect":"p2"}`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    /// Terminal: continue to routing.
+    Permit,
+    /// Terminal.
+    Drop,
+    /// Count only (every rule counts anyway); continues.
+    Count,
+    /// Terminal: out of this port, bypassing routing.
+    Redirect(String),
+    /// A copy out of this port; continues.
+    Mirror(String),
+    /// Policy routing: forward via this next hop (or group) id.
+    Nexthop(u32),
+    /// Policy routing: look the destination up in this table.
+    Table(u32),
+    /// Token bucket; non-conforming packets are dropped.
+    Police(Police),
+    /// Rewrite DSCP (0..=63).
+    SetDscp(u8),
+    /// Set the packet mark.
+    Mark(u32),
+}
+
+/// Token-bucket policer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Police {
+    pub rate: Rate,
+    /// Bucket depth: bytes for a `bps` rate, packets for a `pps` rate.
+    pub burst: u32,
+}
+
+/// A rate. `bps` is bits per second everywhere in this protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Rate {
+    Bps(u64),
+    Pps(u64),
+}
+
+/// A route: also the item of a route dump.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// A network prefix (host bits zero).
+    pub prefix: IpNet,
+    /// Routing table (VRF); 0, the default, is omitted on the wire.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub table: u32,
+    pub target: RouteTarget,
+}
+
+/// Where a route sends packets.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RouteTarget {
+    /// An unnamed next hop: `via` a gateway and/or out of `dev`; at least
+    /// one is present. Without `via` the destination is on-link. Without
+    /// `dev` the daemon picks the port whose address covers `via`.
+    Gateway {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<IpAddr>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dev: Option<String>,
+    },
+    /// A next hop object by id.
+    Nhid(u32),
+    /// An ECMP group by id.
+    Group(u32),
+    /// Drop silently.
+    Blackhole,
+    /// Drop; ICMP unreachable (when implemented).
+    Reject,
+    /// Addressed to the appliance.
+    Local,
+}
+
+/// Route deletion key; with `target` present the route is deleted only if
+/// its target equals it (else `not_found`), like `ip route del ... via ...`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteDel {
+    pub prefix: IpNet,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub table: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<RouteTarget>,
+}
+
+/// A named next hop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nexthop {
+    pub id: u32,
+    /// Gateway; absent for an on-link next hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<IpAddr>,
+    pub dev: String,
+}
+
+/// An ECMP group of next hops; flows are spread by a 5-tuple hash in
+/// proportion to the weights.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Group {
+    pub id: u32,
+    /// Never empty; each member a next hop id (not a group).
+    pub members: Vec<GroupMember>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupMember {
+    pub id: u32,
+    /// >= 1; 1 when absent on input, always present on output.
+    #[serde(default = "one")]
+    pub weight: u32,
+}
+
+/// A static neighbour entry (the MAC a next hop's gateway resolves to).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Neigh {
+    pub addr: IpAddr,
+    pub lladdr: Mac,
+    pub dev: String,
+}
+
+/// An interface address of a port (host bits set, e.g. `"10.0.1.1/24"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Address {
+    pub addr: IpNet,
+    pub dev: String,
+}
+
+// ---------------------------------------------------------------- answers
+
+/// One line from the server after the hello: `{"id":N,<kind>:<body>}`.
+/// Its JSON form is written by hand in [`crate::codec`] (two keys, no
+/// buffering) because a dump of a full table is a million of these.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResponseLine {
+    pub id: u64,
+    pub body: Reply,
+}
+
+/// The body of a [`ResponseLine`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// `"ok"`: the single answer of a non-stream request.
+    Ok(Response),
+    /// `"error"`: the request failed (and changed nothing); ends a stream too.
+    Error(ErrorBody),
+    /// `"item"`: one element of a stream.
+    Item(Item),
+    /// `"end"`: the stream is complete.
+    End(End),
+}
+
+impl ResponseLine {
+    pub fn ok(id: u64, r: Response) -> Self {
+        ResponseLine {
+            id,
+            body: Reply::Ok(r),
+        }
+    }
+
+    pub fn error(id: u64, e: ErrorBody) -> Self {
+        ResponseLine {
+            id,
+            body: Reply::Error(e),
+        }
+    }
+
+    pub fn item(id: u64, i: Item) -> Self {
+        ResponseLine {
+            id,
+            body: Reply::Item(i),
+        }
+    }
+
+    pub fn end(id: u64, count: u64) -> Self {
+        ResponseLine {
+            id,
+            body: Reply::End(End { count }),
+        }
+    }
+}
+
+/// End of a stream: how many items were sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct End {
+    pub count: u64,
+}
+
+/// A failed request. The tables are untouched.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub kind: ErrorKind,
+    /// One sentence naming the offending field, value or object.
+    pub message: String,
+    /// For a batch: the 1-based position of the change that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u64>,
+}
+
+impl ErrorBody {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ErrorBody {
+            kind,
+            message: message.into(),
+            index: None,
+        }
+    }
+
+    /// The same error, attributed to change `index` (1-based) of a batch.
+    pub fn at(mut self, index: u64) -> Self {
+        self.index = Some(index);
+        self
+    }
+}
+
+impl fmt::Display for ErrorBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(i) = self.index {
+            write!(f, "change {i}: ")?;
+        }
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for ErrorBody {}
+
+/// Why a request failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Malformed line: not JSON, unknown request or field, wrong type,
+    /// request before hello.
+    BadRequest,
+    /// The object a del/replace/get/show names does not exist.
+    NotFound,
+    /// `add` of a key that exists.
+    Exists,
+    /// Valid alone but conflicts with the state, e.g. deleting a next hop
+    /// that routes use.
+    Conflict,
+    /// Well-formed but semantically wrong: host bits set, value out of
+    /// range, unknown port, contradictory actions.
+    Invalid,
+    /// Protocol version mismatch, or a request this daemon does not implement.
+    Unsupported,
+    /// Over a size bound (line length, batch size, table capacity).
+    TooLarge,
+    /// The peer's credentials do not allow the request.
+    PermissionDenied,
+    /// Too many clients, or reclamation backpressure did not clear in time.
+    Busy,
+    /// A daemon bug or shutdown.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The wire name, e.g. `"not_found"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::BadRequest => "bad_request",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Exists => "exists",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The `ok` answer of a non-stream request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Response {
+    /// A change or batch was published.
+    Done(Done),
+    RouteLookup(RouteLookup),
+    Ports(Vec<PortInfo>),
+    PortStats(Vec<PortStats>),
+    PortXstats(Vec<PortXstats>),
+    Stats(StatsReport),
+    Status(StatusReport),
+    Saved(Saved),
+}
+
+/// A published change or batch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {
+    /// The generation that made the change visible.
+    pub generation: u64,
+    /// How many changes it applied.
+    pub changes: u64,
+    /// Ids the daemon assigned to `rule_add`s without an id, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rule_ids: Vec<u32>,
+}
+
+/// Result of [`Request::RouteGet`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteLookup {
+    pub addr: IpAddr,
+    #[serde(default)]
+    pub table: u32,
+    /// The longest matching route.
+    pub route: Route,
+    /// Its resolved next hops (several for a group; none for blackhole,
+    /// reject, local).
+    #[serde(default)]
+    pub paths: Vec<Path>,
+}
+
+/// One resolved next hop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Path {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nhid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<IpAddr>,
+    pub dev: String,
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// The neighbour's MAC; absent while unresolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lladdr: Option<Mac>,
+}
+
+/// One port as configured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortInfo {
+    pub index: u32,
+    pub name: String,
+    #[serde(default)]
+    pub driver: String,
+    pub mac: Mac,
+    pub link_up: bool,
+    #[serde(default)]
+    pub speed_mbps: u32,
+    #[serde(default)]
+    pub mtu: u32,
+    #[serde(default)]
+    pub rx_queues: u32,
+    #[serde(default)]
+    pub tx_queues: u32,
+    /// The routing table its received packets are looked up in.
+    #[serde(default)]
+    pub table: u32,
+    #[serde(default)]
+    pub addresses: Vec<IpNet>,
+}
+
+/// Counters of one port. `rx_missed`, `rx_errors`, `rx_nombuf`, `tx_errors`
+/// come from the NIC, `tx_dropped` from the workers (TX ring full).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortStats {
+    pub name: String,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    #[serde(default)]
+    pub rx_missed: u64,
+    #[serde(default)]
+    pub rx_errors: u64,
+    #[serde(default)]
+    pub rx_nombuf: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    #[serde(default)]
+    pub tx_errors: u64,
+    #[serde(default)]
+    pub tx_dropped: u64,
+}
+
+/// Driver extended statistics of one port.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortXstats {
+    pub name: String,
+    pub xstats: Vec<Xstat>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Xstat {
+    pub name: String,
+    pub value: u64,
+}
+
+/// Global, per-lcore, per-port and per-drop-reason counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatsReport {
+    pub uptime_ms: u64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    /// Sum of `drops`.
+    pub dropped: u64,
+    /// Every drop reason the daemon knows, zero or not, in a fixed order.
+    pub drops: Vec<DropCount>,
+    pub lcores: Vec<LcoreStats>,
+    pub ports: Vec<PortStats>,
+    /// Rates over the daemon's last sampling period, when it keeps one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<RateSample>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropCount {
+    /// e.g. `"no_route"`, `"acl_drop"`.
+    pub reason: String,
+    pub packets: u64,
+}
+
+/// Counters of one worker lcore.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LcoreStats {
+    pub lcore: u32,
+    /// Poll loop iterations, and those that received at least one packet.
+    pub polls: u64,
+    pub busy_polls: u64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub dropped: u64,
+}
+
+/// Rates over one interval (a [`Request::Watch`] item; also in stats).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateSample {
+    /// Daemon uptime at the end of the interval.
+    pub uptime_ms: u64,
+    /// The interval actually measured.
+    pub interval_ms: u64,
+    pub rx_pps: u64,
+    pub tx_pps: u64,
+    pub drop_pps: u64,
+    /// Bits per second.
+    pub rx_bps: u64,
+    pub tx_bps: u64,
+    #[serde(default)]
+    pub ports: Vec<PortRates>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortRates {
+    pub name: String,
+    pub rx_pps: u64,
+    pub tx_pps: u64,
+    pub rx_bps: u64,
+    pub tx_bps: u64,
+}
+
+/// Versioning and health of the daemon.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReport {
+    /// Daemon version, e.g. `"fwd 0.1.0"`.
+    pub version: String,
+    pub uptime_ms: u64,
+    /// The current published generation.
+    pub generation: u64,
+    pub workers: Vec<WorkerStatus>,
+    /// Retired objects (and their bytes) waiting for quiescence.
+    pub pending_objects: u64,
+    pub pending_bytes: u64,
+    pub reclaimed_objects: u64,
+    pub reclaimed_bytes: u64,
+    /// Stalled workers detected since start.
+    pub stalls: u64,
+    /// Publishes that found pending memory over its bound and waited, and
+    /// of those the waits that ended still over the bound.
+    pub backpressure_events: u64,
+    pub backpressure_overruns: u64,
+    /// Time from a publish until every online worker reported it.
+    pub publish_to_quiescent: Latency,
+    /// Connected clients, this one included.
+    #[serde(default)]
+    pub clients: u32,
+}
+
+/// One worker as the writer last saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerStatus {
+    pub name: String,
+    pub online: bool,
+    /// The last generation it reported; absent while offline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_generation: Option<u64>,
+    pub stalled: bool,
+    /// Milliseconds since it last made progress.
+    pub last_progress_ms: u64,
+}
+
+/// Latency percentiles in nanoseconds over `count` samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latency {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+/// Result of [`Request::ConfigSave`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Saved {
+    pub path: String,
+    /// The generation whose tables were written.
+    pub generation: u64,
+    /// Number of change lines written.
+    pub lines: u64,
+}
+
+/// One element of a stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Item {
+    Rule(Rule),
+    RuleCounters(RuleCounters),
+    Route(Route),
+    Nexthop(NexthopEntry),
+    Group(GroupEntry),
+    Neigh(Neigh),
+    Address(Address),
+    Rates(RateSample),
+}
+
+/// Hit counters of one rule, summed over workers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleCounters {
+    pub id: u32,
+    pub priority: u32,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Milliseconds since the last hit; absent if never hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<u64>,
+}
+
+/// A next hop in a dump.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NexthopEntry {
+    pub id: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<IpAddr>,
+    pub dev: String,
+    /// Routes and groups using it.
+    #[serde(default)]
+    pub refs: u64,
+    /// The gateway's (or on-link destination's) MAC when resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lladdr: Option<Mac>,
+}
+
+/// A group in a dump.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupEntry {
+    pub id: u32,
+    pub members: Vec<GroupMember>,
+    /// Routes using it.
+    #[serde(default)]
+    pub refs: u64,
+}
