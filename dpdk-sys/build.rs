@@ -170,6 +170,10 @@ fn main() {
         }
     }
     cc.flag("-include").flag("rte_config.h");
+    // The per-lcore variables (lcore id, mempool caches) live in librte_eal,
+    // loaded at start: the initial-exec model reads them without a
+    // __tls_get_addr call per mbuf free.
+    cc.flag("-ftls-model=initial-exec");
     cc.compile("dpdk_sys_glue");
 
     for w in &dpdk.libs {

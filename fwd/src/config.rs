@@ -179,6 +179,11 @@ pub struct ControlConfig {
     pub max_pending_bytes: usize,
     /// A worker that has not reported quiescence for this long is flagged.
     pub stall_ms: u64,
+    /// The saved running state (`fwdctl config save FILE`). When the file
+    /// exists, the first tables come from it instead of `routes` and
+    /// `neighbours` and the port `addresses` (it was derived from them plus
+    /// every change made at runtime); when it does not, from the config.
+    pub load: Option<PathBuf>,
 }
 
 impl Default for ControlConfig {
@@ -189,9 +194,10 @@ impl Default for ControlConfig {
             socket_mode: "0660".into(),
             socket_group: None,
             max_clients: 16,
-            max_request_bytes: 1 << 20,
+            max_request_bytes: 128 << 20,
             max_pending_bytes: 512 << 20,
             stall_ms: 1000,
+            load: None,
         }
     }
 }
@@ -206,6 +212,24 @@ pub struct DatapathConfig {
 impl Default for DatapathConfig {
     fn default() -> Self {
         DatapathConfig { drain_us: 100 }
+    }
+}
+
+impl ControlConfig {
+    /// The socket mode as a number.
+    ///
+    /// # Errors
+    /// When `socket_mode` is not an octal mode.
+    pub fn mode(&self) -> Result<u32, ConfigError> {
+        u32::from_str_radix(self.socket_mode.trim_start_matches("0o"), 8)
+            .ok()
+            .filter(|m| *m <= 0o777)
+            .ok_or_else(|| {
+                invalid(
+                    "control.socket_mode",
+                    "must be an octal mode such as \"0660\"",
+                )
+            })
     }
 }
 

@@ -10,8 +10,11 @@
 
 pub mod acl;
 pub mod config;
+pub mod control;
 pub mod dpdk;
 pub mod pkt;
 pub mod qsbr;
 pub mod route;
 pub mod stats;
+pub mod tables;
+pub mod worker;

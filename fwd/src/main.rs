@@ -1,1 +1,407 @@
-fn main() {}
+//! `fwd`: the forwarding appliance daemon.
+//!
+//! ```text
+//! fwd CONFIG.yaml [--check] [--stats-interval SECS] [--stats-json PATH]
+//!                 [--exit-after-rx N] [--exit-on-idle MS]
+//! ```
+//! Brings up the EAL, the mempool and the ports named in the config, builds
+//! the initial tables (interface addresses, static routes, neighbours),
+//! starts the control lcore and one worker per configured lcore, and runs
+//! until SIGINT/SIGTERM: then workers stop, TX buffers are flushed, ports
+//! are stopped and closed (their mbufs go back to the pool) and the final
+//! counters are printed.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use fwd::config::Config;
+use fwd::control::{ControlLcore, ControlState};
+use fwd::dpdk::{self, eal::Eal, lcore, mempool::Mempool, port};
+use fwd::qsbr::{self, QsbrConfig};
+use fwd::stats::Stats;
+use fwd::worker::{Worker, WorkerSetup};
+
+struct Args {
+    config: PathBuf,
+    check: bool,
+    stats_interval: Option<f64>,
+    stats_json: Option<PathBuf>,
+    exit_after_rx: Option<u64>,
+    exit_on_idle: Option<Duration>,
+}
+
+const USAGE: &str = "usage: fwd CONFIG.yaml [--check] [--stats-interval SECS] \
+[--stats-json PATH] [--exit-after-rx N] [--exit-on-idle MS]";
+
+fn parse_args() -> Result<Args> {
+    let mut it = std::env::args().skip(1);
+    let mut a = Args {
+        config: PathBuf::new(),
+        check: false,
+        stats_interval: None,
+        stats_json: None,
+        exit_after_rx: None,
+        exit_on_idle: None,
+    };
+    let mut config = None;
+    while let Some(arg) = it.next() {
+        let mut val = |name: &str| {
+            it.next()
+                .ok_or_else(|| anyhow!("{name} needs a value\n{USAGE}"))
+        };
+        match arg.as_str() {
+            "--check" => a.check = true,
+            "--stats-interval" => {
+                let v: f64 = val("--stats-interval")?
+                    .parse()
+                    .context("--stats-interval")?;
+                if v <= 0.0 {
+                    bail!("--stats-interval must be positive");
+                }
+                a.stats_interval = Some(v);
+            }
+            "--stats-json" => a.stats_json = Some(val("--stats-json")?.into()),
+            "--exit-after-rx" => {
+                a.exit_after_rx = Some(val("--exit-after-rx")?.parse().context("--exit-after-rx")?)
+            }
+            "--exit-on-idle" => {
+                let ms: u64 = val("--exit-on-idle")?.parse().context("--exit-on-idle")?;
+                a.exit_on_idle = Some(Duration::from_millis(ms));
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            s if s.starts_with('-') => bail!("unknown option {s}\n{USAGE}"),
+            s => {
+                if config.replace(PathBuf::from(s)).is_some() {
+                    bail!("only one config file may be given\n{USAGE}");
+                }
+            }
+        }
+    }
+    a.config = config.ok_or_else(|| anyhow!("no config file given\n{USAGE}"))?;
+    Ok(a)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("fwd: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let args = parse_args()?;
+    let cfg = Config::load(&args.config)?;
+    if args.check {
+        println!("{}: ok", args.config.display());
+        return Ok(());
+    }
+
+    // The EAL's runtime directory: private to this process unless the
+    // operator (or systemd's RuntimeDirectory=) chose one.
+    let pid = std::process::id();
+    if std::env::var_os("RUNTIME_DIRECTORY").is_none() {
+        let dir = std::env::temp_dir().join(format!("fwd-{pid}"));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::env::set_var("RUNTIME_DIRECTORY", &dir);
+    }
+    let eal_args = cfg.eal_args("fwd", &format!("fwd-{pid}"));
+    let eal = Eal::init(&eal_args)?;
+    eprintln!(
+        "fwd: {} (bindings built against {})",
+        dpdk::version(),
+        dpdk_sys::BUILD_VERSION
+    );
+
+    let pool = Arc::new(Mempool::create(
+        &eal,
+        "fwd_pool",
+        cfg.mempool.mbufs,
+        cfg.mempool.cache,
+        cfg.mempool.data_room,
+        None,
+    )?);
+
+    // Every worker gets its own TX queue on every port: no TX locks.
+    let n_workers = u16::try_from(cfg.workers.len()).context("too many workers")?;
+    let mut ports = Vec::with_capacity(cfg.ports.len());
+    for p in &cfg.ports {
+        let setup = port::PortSetup {
+            name: p.name.clone(),
+            dev_name: p.dev_name().to_string(),
+            rx_queues: p.rx_queues,
+            tx_queues: n_workers,
+            rx_desc: p.rx_desc,
+            tx_desc: p.tx_desc,
+            mtu: p.mtu,
+            promiscuous: p.promiscuous,
+            rx_offloads: p.rx_offloads.clone(),
+            tx_offloads: p.tx_offloads.clone(),
+        };
+        let port = port::Port::start(&eal, &setup, &pool)?;
+        eprintln!(
+            "fwd: port {} ({}) id {} mac {} rxq {} txq {}{} link {}",
+            p.name,
+            p.dev_name(),
+            port.id(),
+            fwd::stats::format_mac(port.mac()),
+            port.rx_queue_count(),
+            port.tx_queue_count(),
+            if port.rss() { " rss" } else { "" },
+            if port.link().up { "up" } else { "down" },
+        );
+        ports.push(port);
+    }
+    let macs: Vec<[u8; 6]> = ports.iter().map(|p| p.mac()).collect();
+    let mut acl_writer = fwd::acl::ClassifierWriter::new(fwd::acl::Config::default());
+    let (rule_counter_set, mut rule_counter_writers) =
+        fwd::acl::CounterSet::new(cfg.workers.len(), acl_writer.config().capacity as usize);
+    // A saved running state supersedes the config's tables once it exists.
+    let startup = match &cfg.control.load {
+        Some(p) if p.exists() => fwd::control::Startup::Saved(p),
+        _ => fwd::control::Startup::Config,
+    };
+    if let fwd::control::Startup::Saved(p) = startup {
+        eprintln!("fwd: tables from the saved state {}", p.display());
+    }
+    let tables = fwd::control::initial_tables(&cfg, &macs, &mut acl_writer, startup)
+        .map_err(|e| anyhow!("{e}"))?;
+
+    let qcfg = QsbrConfig {
+        max_pending_bytes: cfg.control.max_pending_bytes,
+        stall_threshold: Duration::from_millis(cfg.control.stall_ms),
+        ..QsbrConfig::default()
+    };
+    let mut writer = qsbr::domain(tables, qcfg);
+    let lcores: Vec<u32> = cfg.workers.iter().map(|w| w.lcore).collect();
+    let stats = Arc::new(Stats::new(&lcores, ports.len()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let drain_cycles = dpdk::tsc_hz() / 1_000_000 * cfg.datapath.drain_us;
+
+    let mut jobs = Vec::new();
+    // Declared after `jobs`, so dropped before it on every early return:
+    // workers are told to stop before anything waits for them.
+    let _stop_guard = StopOnDrop(Arc::clone(&stop));
+    for (wi, w) in cfg.workers.iter().enumerate() {
+        let mut rx = Vec::new();
+        for q in &w.rx {
+            let pi = cfg.port_index(&q.port).context("validated port")?;
+            let rxq = ports[pi]
+                .rx_queue(q.queue)
+                .ok_or_else(|| anyhow!("rx queue {} of {} given twice", q.queue, q.port))?;
+            rx.push((pi, rxq));
+        }
+        let tx = ports
+            .iter_mut()
+            .map(|p| {
+                p.tx_queue(wi as u16)
+                    .ok_or_else(|| anyhow!("tx queue {wi} of {}", p.name()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let setup = WorkerSetup {
+            index: wi,
+            rx,
+            tx,
+            drain_cycles,
+            rule_counters: rule_counter_writers.remove(0),
+            pool: Arc::clone(&pool),
+        };
+        let worker = Worker::new(setup, Arc::clone(&stats));
+        let reader = writer.register_reader(&format!("worker{wi}@lcore{}", w.lcore));
+        let stop = Arc::clone(&stop);
+        jobs.push(lcore::launch(&eal, w.lcore, move || {
+            worker.run(reader, stop)
+        })?);
+    }
+    let control = ControlLcore::start(
+        ControlState {
+            writer,
+            acl: acl_writer,
+            counters: Arc::clone(&rule_counter_set),
+        },
+        cfg.control.cpu,
+    )?;
+
+    let handle = control.handle();
+    let tsc_ms = (dpdk::tsc_hz() / 1000).max(1);
+    let server = fwd::control::server::start(
+        fwd::control::server::ServerConfig {
+            path: cfg.control.socket.clone(),
+            mode: cfg.control.mode()?,
+            group: cfg.control.socket_group.clone(),
+            max_clients: cfg.control.max_clients,
+            max_request_bytes: cfg.control.max_request_bytes,
+        },
+        fwd::control::server::ServerContext {
+            control: handle,
+            stats: Arc::clone(&stats),
+            rule_counters: Arc::clone(&rule_counter_set),
+            ports: cfg
+                .ports
+                .iter()
+                .zip(&ports)
+                .map(|(c, p)| fwd::control::server::PortMeta {
+                    name: c.name.clone(),
+                    dpdk_id: p.id(),
+                    driver: c.dev_name().to_string(),
+                    rx_queues: p.rx_queue_count(),
+                    tx_queues: p.tx_queue_count(),
+                    mtu: c.mtu.unwrap_or(1500),
+                })
+                .collect(),
+            started: Instant::now(),
+            version: format!("fwd {}", env!("CARGO_PKG_VERSION")),
+            tick_ms: Box::new(move || dpdk::rdtsc() / tsc_ms),
+        },
+    )
+    .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;
+    eprintln!("fwd: control socket {}", cfg.control.socket.display());
+
+    let term = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&term))
+            .context("installing signal handlers")?;
+    }
+    eprintln!(
+        "fwd: forwarding with {} worker(s) on {} port(s); SIGINT/SIGTERM to stop",
+        jobs.len(),
+        ports.len()
+    );
+
+    let names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
+    let mut display = StatsDisplay::new(&stats);
+    let mut last_print = Instant::now();
+    let mut last_rx = (0u64, Instant::now());
+    // Relaxed: a flag set by the signal handler; nothing else is published through it.
+    while !term.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(10));
+        let snap = stats.snapshot();
+        if let Some(n) = args.exit_after_rx {
+            if snap.rx_packets >= n {
+                break;
+            }
+        }
+        if snap.rx_packets != last_rx.0 {
+            last_rx = (snap.rx_packets, Instant::now());
+        } else if let Some(idle) = args.exit_on_idle {
+            if last_rx.1.elapsed() >= idle {
+                break;
+            }
+        }
+        if let Some(iv) = args.stats_interval {
+            if last_print.elapsed().as_secs_f64() >= iv {
+                display.print(&stats, &names);
+                last_print = Instant::now();
+            }
+        }
+    }
+
+    eprintln!("fwd: stopping");
+    drop(server);
+    // Relaxed: workers poll it; joining them below is the synchronisation.
+    stop.store(true, Ordering::Relaxed);
+    for j in jobs {
+        let rc = j.join();
+        if rc != 0 {
+            eprintln!("fwd: a worker exited with {rc}");
+        }
+    }
+    let mut state = control.stop();
+    state.writer.reclaim();
+    let qstats = state.writer.stats();
+    let final_stats = stats.snapshot();
+    let hw: Vec<port::PortHwStats> = ports.iter().map(|p| p.hw_stats()).collect();
+    for p in &mut ports {
+        p.stop();
+    }
+    drop(ports);
+    print_final(&final_stats, &names, &hw, qstats.generation);
+    if let Some(path) = &args.stats_json {
+        let json = fwd::stats::final_json(&final_stats, &names, &macs, &hw);
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    drop(state);
+    let in_use = pool.in_use();
+    if in_use != 0 {
+        eprintln!("fwd: warning: {in_use} mbufs still in use at exit");
+    }
+    drop(pool);
+    drop(eal);
+    Ok(())
+}
+
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        // Relaxed: see the stop flag's other uses; joins synchronise.
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+struct StatsDisplay {
+    prev: fwd::stats::StatsSnapshot,
+    at: Instant,
+}
+
+impl StatsDisplay {
+    fn new(stats: &Stats) -> Self {
+        StatsDisplay {
+            prev: stats.snapshot(),
+            at: Instant::now(),
+        }
+    }
+
+    fn print(&mut self, stats: &Stats, names: &[String]) {
+        let now = stats.snapshot();
+        let dt = self.at.elapsed().as_secs_f64().max(1e-9);
+        let mut line = String::new();
+        for (i, n) in names.iter().enumerate() {
+            let rx = now.ports[i].rx_packets - self.prev.ports[i].rx_packets;
+            let tx = now.ports[i].tx_packets - self.prev.ports[i].tx_packets;
+            line.push_str(&format!(
+                "{n}: rx {:>8.3} Mpps tx {:>8.3} Mpps  ",
+                rx as f64 / dt / 1e6,
+                tx as f64 / dt / 1e6
+            ));
+        }
+        let drops: u64 = now.drops.iter().sum::<u64>() - self.prev.drops.iter().sum::<u64>();
+        line.push_str(&format!("drops {:.3} Mpps", drops as f64 / dt / 1e6));
+        println!("{line}");
+        self.prev = now;
+        self.at = Instant::now();
+    }
+}
+
+fn print_final(
+    s: &fwd::stats::StatsSnapshot,
+    names: &[String],
+    hw: &[port::PortHwStats],
+    gen: u64,
+) {
+    println!("final counters (table generation {gen}):");
+    println!(
+        "  {:<12} {:>14} {:>14} {:>14} {:>14} {:>10}",
+        "port", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_full"
+    );
+    for (i, n) in names.iter().enumerate() {
+        let p = &s.ports[i];
+        println!(
+            "  {:<12} {:>14} {:>14} {:>14} {:>14} {:>10}   (driver: ipackets {} opackets {} imissed {})",
+            n, p.rx_packets, p.rx_bytes, p.tx_packets, p.tx_bytes, p.tx_dropped,
+            hw[i].ipackets, hw[i].opackets, hw[i].imissed
+        );
+    }
+    println!("  drops:");
+    for (name, v) in s.drops_by_name() {
+        if v != 0 {
+            println!("    {name:<14} {v}");
+        }
+    }
+}

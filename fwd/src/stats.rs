@@ -120,6 +120,8 @@ pub struct LcoreCounters {
     pub busy_polls: Counter,
     pub rx_packets: Counter,
     pub tx_packets: Counter,
+    /// Mirror copies that could not be made (pool empty) or sent.
+    pub mirror_failed: Counter,
     pub drops: [Counter; DropReason::COUNT],
     pub ports: Box<[CachePadded<PortCounters>]>,
 }
@@ -151,6 +153,7 @@ impl Stats {
                         busy_polls: Counter::default(),
                         rx_packets: Counter::default(),
                         tx_packets: Counter::default(),
+                        mirror_failed: Counter::default(),
                         drops: Default::default(),
                         ports: (0..n_ports)
                             .map(|_| CachePadded::new(PortCounters::default()))

@@ -168,9 +168,7 @@ impl Classifier {
     pub fn entries(&self) -> impl Iterator<Item = &Arc<RuleEntry>> + '_ {
         let dead = self.dead.as_deref();
         let live = move |i: usize| {
-            dead.is_none_or(|d| {
-                d.get(i / 64).is_none_or(|w| w & (1 << (i % 64)) == 0)
-            })
+            dead.is_none_or(|d| d.get(i / 64).is_none_or(|w| w & (1 << (i % 64)) == 0))
         };
         self.base
             .entries

@@ -205,11 +205,21 @@ impl RxBurst {
     }
 }
 
-impl Drop for RxBurst {
-    fn drop(&mut self) {
+impl RxBurst {
+    /// Frees every packet not taken out and empties the burst for the next
+    /// `rx_burst`.
+    #[inline(always)]
+    pub fn clear(&mut self) {
         for i in 0..self.len {
             drop(self.take(i));
         }
+        self.len = 0;
+    }
+}
+
+impl Drop for RxBurst {
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 

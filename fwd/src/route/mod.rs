@@ -705,6 +705,13 @@ impl Routing {
         self.groups.iter().map(|(i, g)| (i, &**g))
     }
 
+    /// Whether any ECMP group exists: while none does, lookups ignore the
+    /// flow hash, so the data path need not compute it.
+    #[inline]
+    pub fn has_groups(&self) -> bool {
+        self.groups.len() > 0
+    }
+
     /// Routes and group memberships using next hop `id`.
     pub fn nexthop_refs(&self, id: NhId) -> u32 {
         self.nhs.refs(id)

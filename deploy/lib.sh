@@ -1,0 +1,44 @@
+# Shared by the run, test and bench scripts: find cargo, build, make temp dirs.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="$PATH:$HOME/.cargo/bin"
+
+need_root() {
+    [ "$(id -u)" = 0 ] || { echo "$0: run as root (DPDK, apt-get and network namespaces need it)" >&2; exit 1; }
+}
+
+# Release build of the daemon, the CLI and the tools.
+build_release() {
+    (cd "$ROOT" && cargo build --release --bins "$@")
+}
+
+# Writes a daemon config with N /24 routes 10.1.x.0/24 and 10.2.x.0/24.. via
+# a neighbour on port `out`, replaying $1 (pcap) endlessly into port `in`.
+# $2 = output config path, $3 = number of routes, $4 = output device devargs.
+write_replay_config() {
+    local pcap="$1" cfg="$2" nroutes="$3" outdev="$4" hugepages="${5:-false}"
+    {
+        echo "eal:"
+        echo "  main_lcore: 0"
+        echo "  hugepages: $hugepages"
+        echo "  memory_mb: 1024"
+        echo "ports:"
+        echo "  - name: in"
+        echo "    device: net_pcap0,rx_pcap=$pcap,infinite_rx=1"
+        echo "    addresses: [10.0.0.254/16]"
+        echo "  - name: out"
+        echo "    device: $outdev"
+        echo "    addresses: [10.9.0.1/24]"
+        echo "workers:"
+        echo "  - lcore: 1"
+        echo "    rx: [{port: in}, {port: out}]"
+        echo "neighbours:"
+        echo "  - {ip: 10.9.0.2, mac: \"02:00:00:00:09:02\", port: out}"
+        echo "routes:"
+        local i
+        for ((i = 0; i < nroutes; i++)); do
+            echo "  - {prefix: 10.$((1 + i / 256)).$((i % 256)).0/24, via: 10.9.0.2, dev: out}"
+        done
+    } > "$cfg"
+}

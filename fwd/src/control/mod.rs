@@ -1,0 +1,214 @@
+//! The control lcore: the single writer of every table.
+//!
+//! A thread pinned (core_affinity) to a CPU that polls no queue owns the
+//! [`qsbr::Writer`] and the classifier's writer. The management side (the
+//! fwdctl socket server, the startup config) sends it [`Request`]s over a
+//! channel; it applies each batch of changes to the current version
+//! ([`state::apply`]: all or nothing), publishes the result as one new
+//! generation, and reclaims what older versions held once every worker has
+//! reported quiescence -- after each publish and on a timer, never blocking
+//! per change. Read requests get a clone of the current root (a few `Arc`
+//! increments), so dumps run on the requester's thread and never hold the
+//! writer.
+
+mod rules;
+pub mod server;
+mod setup;
+mod state;
+
+pub use rules::{rule_from_wire, rule_to_wire};
+pub use setup::{config_changes, initial_tables, Startup};
+pub use state::{host_prefix, net_of, prefix_of, route_to_wire, target_to_wire, Mgmt};
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ctl::wire::{Change, Done, ErrorBody, ErrorKind};
+
+use crate::acl;
+use crate::qsbr::{QsbrStats, Writer};
+use crate::tables::Tables;
+
+/// What the management side can ask of the control lcore.
+pub enum Request {
+    /// Apply changes as one generation; the reply is what was published or
+    /// the error of the first failing change (tables untouched).
+    Apply(Vec<Change>, Sender<Result<Done, ErrorBody>>),
+    /// The current root and its generation.
+    Snapshot(Sender<(u64, Tables)>),
+    /// Versioning state: generations, per-worker reports, pending memory.
+    Status(Sender<QsbrStats>),
+}
+
+/// The management side's handle on the control lcore.
+#[derive(Clone)]
+pub struct ControlHandle {
+    tx: Sender<Request>,
+}
+
+fn stopped() -> ErrorBody {
+    ErrorBody::new(ErrorKind::Internal, "the control lcore has stopped")
+}
+
+impl ControlHandle {
+    /// Applies `changes` as one generation.
+    ///
+    /// # Errors
+    /// The first failing change (1-based `index`), nothing applied.
+    pub fn apply(&self, changes: Vec<Change>) -> Result<Done, ErrorBody> {
+        let (tx, rx) = mpsc::channel();
+        self.tx
+            .send(Request::Apply(changes, tx))
+            .map_err(|_| stopped())?;
+        rx.recv().map_err(|_| stopped())?
+    }
+
+    /// The current tables and generation.
+    ///
+    /// # Errors
+    /// When the control lcore has stopped.
+    pub fn snapshot(&self) -> Result<(u64, Tables), ErrorBody> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Request::Snapshot(tx)).map_err(|_| stopped())?;
+        rx.recv().map_err(|_| stopped())
+    }
+
+    /// Versioning state.
+    ///
+    /// # Errors
+    /// When the control lcore has stopped.
+    pub fn status(&self) -> Result<QsbrStats, ErrorBody> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Request::Status(tx)).map_err(|_| stopped())?;
+        rx.recv().map_err(|_| stopped())
+    }
+}
+
+/// Everything the control lcore owns.
+pub struct ControlState {
+    pub writer: Writer<Tables>,
+    pub acl: acl::ClassifierWriter,
+    /// Rule counters: slots are zeroed before reuse.
+    pub counters: Arc<acl::CounterSet>,
+}
+
+/// Classifier slots whose last referencing version was reclaimed. Filled by
+/// the drop of a retired token (on the writer's thread, inside `reclaim`),
+/// drained right after by the control loop.
+type Released = Arc<Mutex<Vec<acl::Slot>>>;
+
+struct SlotToken {
+    slots: Vec<acl::Slot>,
+    released: Released,
+}
+
+impl Drop for SlotToken {
+    fn drop(&mut self) {
+        self.released
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .append(&mut self.slots);
+    }
+}
+
+/// The running control lcore.
+pub struct ControlLcore {
+    handle: ControlHandle,
+    thread: JoinHandle<ControlState>,
+}
+
+/// How often the control lcore reclaims when no request arrives.
+pub const RECLAIM_INTERVAL: Duration = Duration::from_millis(5);
+
+impl ControlLcore {
+    /// Starts the control thread, pinned to `cpu` when given.
+    ///
+    /// # Errors
+    /// The OS error when the thread cannot be spawned.
+    pub fn start(state: ControlState, cpu: Option<usize>) -> std::io::Result<ControlLcore> {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("fwd-control".into())
+            .spawn(move || {
+                if let Some(cpu) = cpu {
+                    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                        eprintln!("fwd: control lcore: cannot pin to cpu {cpu}; running unpinned");
+                    }
+                }
+                serve(state, rx)
+            })?;
+        Ok(ControlLcore {
+            handle: ControlHandle { tx },
+            thread,
+        })
+    }
+
+    pub fn handle(&self) -> ControlHandle {
+        self.handle.clone()
+    }
+
+    /// Stops the thread once every other handle is dropped and returns its
+    /// state (the daemon drops it after the workers are joined).
+    pub fn stop(self) -> ControlState {
+        drop(self.handle);
+        match self.thread.join() {
+            Ok(s) => s,
+            Err(e) => std::panic::resume_unwind(e),
+        }
+    }
+}
+
+fn reclaim(st: &mut ControlState, released: &Released) {
+    st.writer.reclaim();
+    let slots: Vec<acl::Slot> =
+        std::mem::take(&mut *released.lock().unwrap_or_else(PoisonError::into_inner));
+    if !slots.is_empty() {
+        st.acl.release_slots(&slots, Some(&st.counters));
+    }
+}
+
+fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
+    let released: Released = Arc::default();
+    loop {
+        match rx.recv_timeout(RECLAIM_INTERVAL) {
+            Ok(Request::Apply(changes, reply)) => {
+                let n = changes.len() as u64;
+                let result = state::apply(st.writer.current(), &mut st.acl, &changes).map(|o| {
+                    if !o.retired_slots.is_empty() {
+                        // Unreachable from the version published next: freed
+                        // once every worker has seen it (QSBR `retire` tags
+                        // with the current generation).
+                        let bytes = o.retired_slots.len() * 8;
+                        let token = SlotToken {
+                            slots: o.retired_slots,
+                            released: Arc::clone(&released),
+                        };
+                        st.writer.retire(token, bytes);
+                    }
+                    let generation = st.writer.publish(o.tables, o.retired_bytes);
+                    Done {
+                        generation,
+                        changes: n,
+                        rule_ids: o.rule_ids,
+                    }
+                });
+                let _ = reply.send(result);
+                reclaim(&mut st, &released);
+            }
+            Ok(Request::Snapshot(reply)) => {
+                let _ = reply.send((st.writer.generation(), st.writer.current().clone()));
+            }
+            Ok(Request::Status(reply)) => {
+                reclaim(&mut st, &released);
+                let _ = reply.send(st.writer.stats());
+            }
+            Err(RecvTimeoutError::Timeout) => reclaim(&mut st, &released),
+            Err(RecvTimeoutError::Disconnected) => {
+                reclaim(&mut st, &released);
+                return st;
+            }
+        }
+    }
+}

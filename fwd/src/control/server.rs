@@ -1,0 +1,852 @@
+//! The fwdctl socket server: newline-delimited JSON over a unix socket
+//! (protocol in `ctl/PROTOCOL.md`).
+//!
+//! - One thread per connection, at most `max_clients` at once (the next one
+//!   gets a `busy` error); each request line is bounded (`too_large`).
+//! - The socket is created with the configured mode and group; a stale
+//!   socket left by a crashed daemon is replaced, a live one is refused.
+//!   Peers are checked with `SO_PEERCRED`: root, the daemon's own user, or
+//!   members of the socket's group.
+//! - Changes go to the control lcore (the single writer) and come back as a
+//!   published generation or a typed error with nothing applied. Reads
+//!   (dumps, stats, status) are served by the connection's own thread from a
+//!   cloned root: a 900k-route dump never holds the writer.
+
+use std::collections::BTreeSet;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::net::IpAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ctl::codec::{self, LineRead};
+use ctl::wire::{
+    self, Address, DropCount, ErrorBody, ErrorKind, GroupEntry, GroupMember, HelloLine, HelloReply,
+    IpNet, Item, Latency, LcoreStats, Mac, Neigh, NexthopEntry, Path as WirePath, PortRates,
+    RateSample, Request, Response, ResponseLine, RouteLookup, StatsReport, StatusReport,
+    WorkerStatus,
+};
+
+use super::{route_to_wire, ControlHandle};
+use crate::acl;
+use crate::dpdk::port;
+use crate::route::{Prefix, Target};
+use crate::stats::{DropReason, Stats, StatsSnapshot};
+use crate::tables::Tables;
+
+/// How the socket is set up and bounded.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub path: PathBuf,
+    pub mode: u32,
+    pub group: Option<String>,
+    pub max_clients: usize,
+    pub max_request_bytes: usize,
+}
+
+/// What `port show` reports that the tables do not hold.
+#[derive(Debug, Clone)]
+pub struct PortMeta {
+    pub name: String,
+    pub dpdk_id: u16,
+    pub driver: String,
+    pub rx_queues: u16,
+    pub tx_queues: u16,
+    pub mtu: u16,
+}
+
+/// Shared by every connection.
+pub struct ServerContext {
+    pub control: ControlHandle,
+    pub stats: Arc<Stats>,
+    pub rule_counters: Arc<acl::CounterSet>,
+    pub ports: Vec<PortMeta>,
+    pub started: Instant,
+    pub version: String,
+    /// The TSC-derived millisecond tick the workers stamp rules with.
+    pub tick_ms: Box<dyn Fn() -> u64 + Send + Sync>,
+}
+
+/// The running server; dropping it stops accepting and removes the socket.
+pub struct Server {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Relaxed: a flag polled by the accept loop; the join below is the sync.
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Who may talk to the daemon.
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    own_uid: u32,
+    gid: Option<u32>,
+}
+
+impl Policy {
+    fn allows(&self, uid: u32, gid: u32) -> bool {
+        uid == 0 || uid == self.own_uid || self.gid == Some(gid)
+    }
+}
+
+/// Creates the socket and starts accepting.
+///
+/// # Errors
+/// Another daemon already listening on the path, an unknown group, or the
+/// OS error of creating the socket.
+pub fn start(cfg: ServerConfig, ctx: ServerContext) -> io::Result<Server> {
+    if let Some(dir) = cfg.path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    if cfg.path.exists() {
+        if UnixStream::connect(&cfg.path).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{} is in use by a running daemon", cfg.path.display()),
+            ));
+        }
+        // Stale: left by a daemon that did not exit cleanly.
+        std::fs::remove_file(&cfg.path)?;
+    }
+    let gid = match &cfg.group {
+        None => None,
+        Some(name) => Some(
+            nix::unistd::Group::from_name(name)
+                .map_err(io::Error::from)?
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotFound, format!("no group named {name:?}"))
+                })?
+                .gid
+                .as_raw(),
+        ),
+    };
+    let listener = UnixListener::bind(&cfg.path)?;
+    std::fs::set_permissions(&cfg.path, std::fs::Permissions::from_mode(cfg.mode))?;
+    if let Some(g) = gid {
+        std::os::unix::fs::chown(&cfg.path, None, Some(g))?;
+    }
+    listener.set_nonblocking(true)?;
+    let policy = Policy {
+        own_uid: nix::unistd::geteuid().as_raw(),
+        gid,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let ctx = Arc::new(ctx);
+    let path = cfg.path.clone();
+    let clients = Arc::new(AtomicU32::new(0));
+    let thread = std::thread::Builder::new()
+        .name("fwd-ctl-accept".into())
+        .spawn(move || {
+            // Relaxed: see Drop.
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let ctx = Arc::clone(&ctx);
+                        let clients = Arc::clone(&clients);
+                        let cfg = cfg.clone();
+                        let _ = std::thread::Builder::new()
+                            .name("fwd-ctl-conn".into())
+                            .spawn(move || {
+                                // Relaxed: a bound, not a synchronisation point.
+                                let n = clients.fetch_add(1, Ordering::Relaxed) + 1;
+                                let _ = connection(stream, &ctx, &cfg, policy, n, &clients);
+                                clients.fetch_sub(1, Ordering::Relaxed);
+                            });
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Err(e) => {
+                        eprintln!("fwd: control socket accept: {e}");
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            }
+        })?;
+    Ok(Server {
+        path,
+        stop,
+        thread: Some(thread),
+    })
+}
+
+fn send(w: &mut impl Write, line: &ResponseLine) -> io::Result<()> {
+    codec::write_line(w, line)
+}
+
+fn connection(
+    stream: UnixStream,
+    ctx: &ServerContext,
+    cfg: &ServerConfig,
+    policy: Policy,
+    n_clients: u32,
+    clients: &AtomicU32,
+) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    let mut w = BufWriter::new(stream.try_clone()?);
+    let mut r = BufReader::new(stream.try_clone()?);
+    let refuse = |w: &mut BufWriter<UnixStream>, e: ErrorBody| -> io::Result<()> {
+        codec::write_line(w, &HelloReply::Error(e))?;
+        w.flush()
+    };
+    let cred = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(io::Error::from)?;
+    if !policy.allows(cred.uid(), cred.gid()) {
+        return refuse(
+            &mut w,
+            ErrorBody::new(
+                ErrorKind::PermissionDenied,
+                format!(
+                    "uid {} (gid {}) may not use this daemon",
+                    cred.uid(),
+                    cred.gid()
+                ),
+            ),
+        );
+    }
+    if n_clients as usize > cfg.max_clients {
+        return refuse(
+            &mut w,
+            ErrorBody::new(
+                ErrorKind::Busy,
+                format!("too many clients (at most {})", cfg.max_clients),
+            ),
+        );
+    }
+    let mut buf = Vec::new();
+    match codec::read_line_limited(&mut r, &mut buf, 4096)? {
+        LineRead::Line => {}
+        LineRead::Eof => return Ok(()),
+        LineRead::TooLong => {
+            return refuse(
+                &mut w,
+                ErrorBody::new(ErrorKind::TooLarge, "hello too long"),
+            )
+        }
+    }
+    let hello: HelloLine = match codec::decode(&buf) {
+        Ok(h) => h,
+        Err(e) => return refuse(&mut w, e),
+    };
+    let answer = HelloReply::answer(&hello.hello, &ctx.version);
+    codec::write_line(&mut w, &answer)?;
+    w.flush()?;
+    if matches!(answer, HelloReply::Error(_)) {
+        return Ok(());
+    }
+    loop {
+        // The start of the next line, to address a too-long request's error
+        // to its id (clients put `"id"` first).
+        let head: Vec<u8> = r.fill_buf()?.iter().take(64).copied().collect();
+        match codec::read_line_limited(&mut r, &mut buf, cfg.max_request_bytes)? {
+            LineRead::Eof => return Ok(()),
+            LineRead::TooLong => {
+                let e = ErrorBody::new(
+                    ErrorKind::TooLarge,
+                    format!("request longer than {} bytes", cfg.max_request_bytes),
+                );
+                send(&mut w, &ResponseLine::error(leading_id(&head), e))?;
+            }
+            LineRead::Line => match codec::decode_request(&buf) {
+                Err((id, e)) => send(&mut w, &ResponseLine::error(id, e))?,
+                Ok(req) => {
+                    buf = Vec::new(); // a big batch's buffer is not kept
+                    handle(&mut w, ctx, req.id, req.request, clients)?
+                }
+            },
+        }
+        w.flush()?;
+    }
+}
+
+/// The id of a request line from its first bytes (`{"id":N,...`), 0 if
+/// it cannot be seen there.
+fn leading_id(head: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(head);
+    text.split_once("\"id\":")
+        .map(|(_, rest)| rest.trim_start())
+        .and_then(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Answers one request.
+fn handle(
+    w: &mut BufWriter<UnixStream>,
+    ctx: &ServerContext,
+    id: u64,
+    req: Request,
+    clients: &AtomicU32,
+) -> io::Result<()> {
+    let ok = |w: &mut BufWriter<UnixStream>, r: Result<Response, ErrorBody>| match r {
+        Ok(r) => send(w, &ResponseLine::ok(id, r)),
+        Err(e) => send(w, &ResponseLine::error(id, e)),
+    };
+    match req {
+        Request::Change(c) => ok(w, ctx.control.apply(vec![c]).map(Response::Done)),
+        Request::Batch { changes } => ok(w, ctx.control.apply(changes).map(Response::Done)),
+        Request::RouteGet { addr, table } => ok(w, route_get(ctx, addr, table)),
+        Request::PortShow { port } => ok(w, port_show(ctx, port.as_deref())),
+        Request::PortStats { port } => ok(w, port_stats(ctx, port.as_deref())),
+        Request::PortXstats { port } => ok(
+            w,
+            select_ports(ctx, port.as_deref()).map(|ps| {
+                Response::PortXstats(
+                    ps.into_iter()
+                        .map(|p| wire::PortXstats {
+                            name: p.name.clone(),
+                            xstats: port::xstats(p.dpdk_id)
+                                .into_iter()
+                                .map(|(name, value)| wire::Xstat { name, value })
+                                .collect(),
+                        })
+                        .collect(),
+                )
+            }),
+        ),
+        Request::Stats {} => ok(w, Ok(Response::Stats(stats_report(ctx, None)))),
+        Request::Status {} => ok(w, status(ctx, clients.load(Ordering::Relaxed))),
+        Request::ConfigSave { path } => ok(w, config_save(ctx, &path)),
+        Request::Watch { interval_ms, count } => watch(w, ctx, id, interval_ms, count),
+        stream => dump(w, ctx, id, &stream),
+    }
+}
+
+fn snapshot(ctx: &ServerContext) -> Result<(u64, Tables), ErrorBody> {
+    ctx.control.snapshot()
+}
+
+/// Streams a dump from one snapshot.
+fn dump(
+    w: &mut BufWriter<UnixStream>,
+    ctx: &ServerContext,
+    id: u64,
+    req: &Request,
+) -> io::Result<()> {
+    let (_, t) = match snapshot(ctx) {
+        Ok(s) => s,
+        Err(e) => return send(w, &ResponseLine::error(id, e)),
+    };
+    let mut count = 0u64;
+    let mut item = |w: &mut BufWriter<UnixStream>, i: Item| -> io::Result<()> {
+        count += 1;
+        send(w, &ResponseLine::item(id, i))
+    };
+    match req {
+        Request::RouteShow {
+            table,
+            family,
+            within,
+        } => {
+            let vrfs: BTreeSet<u32> = t.routing.vrfs().collect();
+            for vrf in vrfs {
+                if table.is_some_and(|x| x != vrf) {
+                    continue;
+                }
+                for (p, target) in t.routing.routes(vrf) {
+                    let v4 = matches!(p, Prefix::V4(_));
+                    match family {
+                        Some(wire::Family::Ipv4) if !v4 => continue,
+                        Some(wire::Family::Ipv6) if v4 => continue,
+                        _ => {}
+                    }
+                    let r = route_to_wire(&t, vrf, p, target);
+                    if within.is_some_and(|n| !n.covers(r.prefix)) {
+                        continue;
+                    }
+                    item(w, Item::Route(r))?;
+                }
+            }
+        }
+        Request::RuleShow { id: want } | Request::RuleCounters { id: want } => {
+            let mut entries: Vec<&Arc<acl::RuleEntry>> = t.acl.entries().collect();
+            entries.sort_by_key(|e| e.rule().order());
+            let now = (ctx.tick_ms)();
+            for e in entries {
+                if want.is_some_and(|x| x != e.id()) {
+                    continue;
+                }
+                let i = if matches!(req, Request::RuleShow { .. }) {
+                    Item::Rule(super::rule_to_wire(&t, e.rule()))
+                } else {
+                    let s = ctx.rule_counters.read(e.slot());
+                    Item::RuleCounters(wire::RuleCounters {
+                        id: e.id(),
+                        priority: e.rule().priority,
+                        packets: s.packets,
+                        bytes: s.bytes,
+                        idle_ms: (s.last_used != 0).then(|| now.saturating_sub(s.last_used)),
+                    })
+                };
+                item(w, i)?;
+            }
+        }
+        Request::NexthopShow { id: want } => {
+            for (nid, nh) in t.routing.nexthops() {
+                if want.is_some_and(|x| x != nid) {
+                    continue;
+                }
+                item(
+                    w,
+                    Item::Nexthop(NexthopEntry {
+                        id: nid,
+                        via: nh.gateway,
+                        dev: port_name(&t, nh.port),
+                        refs: u64::from(t.routing.nexthop_refs(nid)),
+                        lladdr: nh.mac.map(Mac),
+                    }),
+                )?;
+            }
+        }
+        Request::GroupShow { id: want } => {
+            for (gid, g) in t.routing.groups() {
+                if want.is_some_and(|x| x != gid) {
+                    continue;
+                }
+                item(
+                    w,
+                    Item::Group(GroupEntry {
+                        id: gid,
+                        members: g
+                            .members()
+                            .iter()
+                            .map(|&(id, weight)| GroupMember { id, weight })
+                            .collect(),
+                        refs: u64::from(t.routing.group_refs(gid)),
+                    }),
+                )?;
+            }
+        }
+        Request::NeighShow { dev } => {
+            for (&(p, addr), &mac) in &t.mgmt.neighbours {
+                let name = port_name(&t, p);
+                if dev.as_ref().is_some_and(|d| *d != name) {
+                    continue;
+                }
+                item(
+                    w,
+                    Item::Neigh(Neigh {
+                        addr,
+                        lladdr: Mac(mac),
+                        dev: name,
+                    }),
+                )?;
+            }
+        }
+        Request::AddressShow { dev } => {
+            for p in t.ports.iter() {
+                if dev.as_ref().is_some_and(|d| *d != p.name) {
+                    continue;
+                }
+                for a in &p.addresses {
+                    item(
+                        w,
+                        Item::Address(Address {
+                            addr: *a,
+                            dev: p.name.clone(),
+                        }),
+                    )?;
+                }
+            }
+        }
+        _ => {
+            return send(
+                w,
+                &ResponseLine::error(
+                    id,
+                    ErrorBody::new(ErrorKind::BadRequest, "not a stream request"),
+                ),
+            )
+        }
+    }
+    send(w, &ResponseLine::end(id, count))
+}
+
+fn port_name(t: &Tables, p: u16) -> String {
+    t.ports
+        .get(usize::from(p))
+        .map_or_else(|| format!("#{p}"), |x| x.name.clone())
+}
+
+fn route_get(ctx: &ServerContext, addr: IpAddr, table: u32) -> Result<Response, ErrorBody> {
+    let (_, t) = snapshot(ctx)?;
+    let found = match addr {
+        IpAddr::V4(a) => t
+            .routing
+            .route4(table, u32::from(a))
+            .map(|(p, tg)| (Prefix::V4(p), tg)),
+        IpAddr::V6(a) => t
+            .routing
+            .route6(table, u128::from(a))
+            .map(|(p, tg)| (Prefix::V6(p), tg)),
+    };
+    let (p, target) = found.ok_or_else(|| {
+        ErrorBody::new(
+            ErrorKind::NotFound,
+            format!("no route to {addr} in table {table}"),
+        )
+    })?;
+    let path = |nhid: u32, weight: u32| {
+        t.routing.nexthop(nhid).map(|nh| WirePath {
+            nhid: (!t.mgmt.auto_by_id.contains_key(&nhid)).then_some(nhid),
+            via: nh.gateway,
+            dev: port_name(&t, nh.port),
+            weight,
+            lladdr: nh.mac.map(Mac),
+        })
+    };
+    let paths = match target {
+        Target::NextHop(id) => path(id, 1).into_iter().collect(),
+        Target::Group(g) => t
+            .routing
+            .group(g)
+            .map(|g| {
+                g.members()
+                    .iter()
+                    .filter_map(|&(id, wgt)| path(id, wgt))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    Ok(Response::RouteLookup(RouteLookup {
+        addr,
+        table,
+        route: route_to_wire(&t, table, p, target),
+        paths,
+    }))
+}
+
+fn select_ports<'a>(
+    ctx: &'a ServerContext,
+    name: Option<&str>,
+) -> Result<Vec<&'a PortMeta>, ErrorBody> {
+    match name {
+        None => Ok(ctx.ports.iter().collect()),
+        Some(n) => ctx
+            .ports
+            .iter()
+            .find(|p| p.name == n)
+            .map(|p| vec![p])
+            .ok_or_else(|| ErrorBody::new(ErrorKind::NotFound, format!("no port named {n:?}"))),
+    }
+}
+
+fn port_show(ctx: &ServerContext, name: Option<&str>) -> Result<Response, ErrorBody> {
+    let (_, t) = snapshot(ctx)?;
+    let sel = select_ports(ctx, name)?;
+    Ok(Response::Ports(
+        sel.into_iter()
+            .map(|m| {
+                let idx = ctx.ports.iter().position(|x| x.name == m.name).unwrap_or(0);
+                let info = t.ports.get(idx);
+                let link = port::link(m.dpdk_id);
+                wire::PortInfo {
+                    index: idx as u32,
+                    name: m.name.clone(),
+                    driver: m.driver.clone(),
+                    mac: Mac(info.map_or([0; 6], |i| i.mac)),
+                    link_up: link.up,
+                    speed_mbps: link.speed_mbps,
+                    mtu: u32::from(m.mtu),
+                    rx_queues: u32::from(m.rx_queues),
+                    tx_queues: u32::from(m.tx_queues),
+                    table: info.map_or(0, |i| i.vrf),
+                    addresses: info.map(|i| i.addresses.clone()).unwrap_or_default(),
+                }
+            })
+            .collect(),
+    ))
+}
+
+fn port_stats_of(ctx: &ServerContext, snap: &StatsSnapshot) -> Vec<wire::PortStats> {
+    ctx.ports
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let hw = port::hw_stats(m.dpdk_id);
+            let c = snap.ports.get(i).cloned().unwrap_or_default();
+            wire::PortStats {
+                name: m.name.clone(),
+                rx_packets: c.rx_packets,
+                rx_bytes: c.rx_bytes,
+                rx_missed: hw.imissed,
+                rx_errors: hw.ierrors,
+                rx_nombuf: hw.rx_nombuf,
+                tx_packets: c.tx_packets,
+                tx_bytes: c.tx_bytes,
+                tx_errors: hw.oerrors,
+                tx_dropped: c.tx_dropped,
+            }
+        })
+        .collect()
+}
+
+fn port_stats(ctx: &ServerContext, name: Option<&str>) -> Result<Response, ErrorBody> {
+    let sel = select_ports(ctx, name)?;
+    let snap = ctx.stats.snapshot();
+    Ok(Response::PortStats(
+        port_stats_of(ctx, &snap)
+            .into_iter()
+            .filter(|p| sel.iter().any(|s| s.name == p.name))
+            .collect(),
+    ))
+}
+
+fn stats_report(ctx: &ServerContext, rates: Option<RateSample>) -> StatsReport {
+    let s = ctx.stats.snapshot();
+    let drops: Vec<DropCount> = DropReason::ALL
+        .iter()
+        .map(|&r| DropCount {
+            reason: r.name().to_string(),
+            packets: s.dropped(r),
+        })
+        .collect();
+    StatsReport {
+        uptime_ms: ctx.started.elapsed().as_millis() as u64,
+        rx_packets: s.rx_packets,
+        tx_packets: s.tx_packets,
+        dropped: drops.iter().map(|d| d.packets).sum(),
+        drops,
+        lcores: s
+            .lcores
+            .iter()
+            .map(|l| LcoreStats {
+                lcore: l.lcore,
+                polls: l.polls,
+                busy_polls: l.busy_polls,
+                rx_packets: l.rx_packets,
+                tx_packets: l.tx_packets,
+                dropped: l.drops,
+            })
+            .collect(),
+        ports: port_stats_of(ctx, &s),
+        rates,
+    }
+}
+
+fn status(ctx: &ServerContext, clients: u32) -> Result<Response, ErrorBody> {
+    let q = ctx.control.status()?;
+    Ok(Response::Status(StatusReport {
+        version: ctx.version.clone(),
+        uptime_ms: ctx.started.elapsed().as_millis() as u64,
+        generation: q.generation,
+        workers: q
+            .readers
+            .iter()
+            .map(|r| WorkerStatus {
+                name: r.name.clone(),
+                online: r.online,
+                reported_generation: r.reported_generation,
+                stalled: r.stalled,
+                last_progress_ms: r.last_progress_age.as_millis() as u64,
+            })
+            .collect(),
+        pending_objects: q.pending_objects as u64,
+        pending_bytes: q.pending_bytes as u64,
+        reclaimed_objects: q.reclaimed_objects_total,
+        reclaimed_bytes: q.reclaimed_bytes_total,
+        stalls: q.stalls_detected,
+        backpressure_events: q.backpressure_events,
+        backpressure_overruns: q.backpressure_overruns,
+        publish_to_quiescent: Latency {
+            count: q.publish_to_quiescent.count,
+            p50_ns: q.publish_to_quiescent.p50_ns,
+            p99_ns: q.publish_to_quiescent.p99_ns,
+            p999_ns: q.publish_to_quiescent.p999_ns,
+            max_ns: q.publish_to_quiescent.max_ns,
+        },
+        clients,
+    }))
+}
+
+/// The running tables as changes, in an order that replays: addresses,
+/// neighbours, named next hops, groups, routes, rules.
+pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
+    use wire::Change as C;
+    let mut out = Vec::new();
+    for p in t.ports.iter() {
+        for a in &p.addresses {
+            out.push(C::AddressAdd(Address {
+                addr: *a,
+                dev: p.name.clone(),
+            }));
+        }
+    }
+    for (&(p, addr), &mac) in &t.mgmt.neighbours {
+        out.push(C::NeighAdd(Neigh {
+            addr,
+            lladdr: Mac(mac),
+            dev: port_name(t, p),
+        }));
+    }
+    for (id, nh) in t.routing.nexthops() {
+        if !t.mgmt.auto_by_id.contains_key(&id) {
+            out.push(C::NexthopAdd(wire::Nexthop {
+                id,
+                via: nh.gateway,
+                dev: port_name(t, nh.port),
+            }));
+        }
+    }
+    for (id, g) in t.routing.groups() {
+        out.push(C::GroupAdd(wire::Group {
+            id,
+            members: g
+                .members()
+                .iter()
+                .map(|&(id, weight)| GroupMember { id, weight })
+                .collect(),
+        }));
+    }
+    let vrfs: BTreeSet<u32> = t.routing.vrfs().collect();
+    for vrf in vrfs {
+        for (p, target) in t.routing.routes(vrf) {
+            if derived_route(t, vrf, p, target) {
+                continue;
+            }
+            out.push(C::RouteAdd(route_to_wire(t, vrf, p, target)));
+        }
+    }
+    let mut rules: Vec<&Arc<acl::RuleEntry>> = t.acl.entries().collect();
+    rules.sort_by_key(|e| e.rule().order());
+    for e in rules {
+        out.push(C::RuleAdd(Box::new(super::rule_to_wire(t, e.rule()))));
+    }
+    out
+}
+
+/// Routes the daemon derives from addresses and neighbours (not saved).
+fn derived_route(t: &Tables, vrf: u32, p: Prefix, target: Target) -> bool {
+    if vrf != 0 {
+        return false;
+    }
+    let net = super::net_of(p);
+    let on_port_net = |port: u16| {
+        t.ports
+            .get(usize::from(port))
+            .is_some_and(|pi| pi.addresses.iter().any(|a| a.network() == net))
+    };
+    let own_address = t
+        .ports
+        .iter()
+        .any(|pi| pi.addresses.iter().any(|a| IpNet::host(a.addr()) == net));
+    match target {
+        Target::Local => own_address,
+        Target::NextHop(id) => match t.mgmt.auto_by_id.get(&id) {
+            Some((None, port)) => on_port_net(*port),
+            Some((Some(gw), port)) => {
+                IpNet::host(*gw) == net && t.mgmt.neighbours.contains_key(&(*port, *gw))
+            }
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+fn config_save(ctx: &ServerContext, path: &str) -> Result<Response, ErrorBody> {
+    let p = Path::new(path);
+    if !p.is_absolute() {
+        return Err(ErrorBody::new(
+            ErrorKind::Invalid,
+            format!("{path:?} is not an absolute path"),
+        ));
+    }
+    let (generation, t) = snapshot(ctx)?;
+    let changes = running_changes(&t);
+    let mut text = format!("# fwd running configuration, generation {generation}\n");
+    for c in &changes {
+        text.push_str(&c.to_string());
+        text.push('\n');
+    }
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, p))
+        .map_err(|e| ErrorBody::new(ErrorKind::Invalid, format!("cannot write {path}: {e}")))?;
+    Ok(Response::Saved(wire::Saved {
+        path: path.to_string(),
+        generation,
+        lines: changes.len() as u64,
+    }))
+}
+
+fn rates(ctx: &ServerContext, a: &StatsSnapshot, b: &StatsSnapshot, dt: Duration) -> RateSample {
+    let secs = dt.as_secs_f64().max(1e-9);
+    let per = |x: u64, y: u64| (y.saturating_sub(x) as f64 / secs) as u64;
+    let drops = |s: &StatsSnapshot| s.drops.iter().sum::<u64>();
+    let bytes = |s: &StatsSnapshot, rx: bool| {
+        s.ports
+            .iter()
+            .map(|p| if rx { p.rx_bytes } else { p.tx_bytes })
+            .sum::<u64>()
+    };
+    RateSample {
+        uptime_ms: ctx.started.elapsed().as_millis() as u64,
+        interval_ms: dt.as_millis() as u64,
+        rx_pps: per(a.rx_packets, b.rx_packets),
+        tx_pps: per(a.tx_packets, b.tx_packets),
+        drop_pps: per(drops(a), drops(b)),
+        rx_bps: per(bytes(a, true), bytes(b, true)) * 8,
+        tx_bps: per(bytes(a, false), bytes(b, false)) * 8,
+        ports: ctx
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let (pa, pb) = (
+                    a.ports.get(i).cloned().unwrap_or_default(),
+                    b.ports.get(i).cloned().unwrap_or_default(),
+                );
+                PortRates {
+                    name: m.name.clone(),
+                    rx_pps: per(pa.rx_packets, pb.rx_packets),
+                    tx_pps: per(pa.tx_packets, pb.tx_packets),
+                    rx_bps: per(pa.rx_bytes, pb.rx_bytes) * 8,
+                    tx_bps: per(pa.tx_bytes, pb.tx_bytes) * 8,
+                }
+            })
+            .collect(),
+    }
+}
+
+fn watch(
+    w: &mut BufWriter<UnixStream>,
+    ctx: &ServerContext,
+    id: u64,
+    interval_ms: u64,
+    count: Option<u64>,
+) -> io::Result<()> {
+    if !(10..=3_600_000).contains(&interval_ms) {
+        let e = ErrorBody::new(ErrorKind::Invalid, "interval_ms must be 10..=3600000");
+        return send(w, &ResponseLine::error(id, e));
+    }
+    let mut sent = 0u64;
+    let mut prev = (ctx.stats.snapshot(), Instant::now());
+    while count.is_none_or(|c| sent < c) {
+        std::thread::sleep(Duration::from_millis(interval_ms));
+        let now = (ctx.stats.snapshot(), Instant::now());
+        let sample = rates(ctx, &prev.0, &now.0, now.1 - prev.1);
+        // A closed client ends the watch with a write error.
+        send(w, &ResponseLine::item(id, Item::Rates(sample)))?;
+        w.flush()?;
+        sent += 1;
+        prev = now;
+    }
+    send(w, &ResponseLine::end(id, sent))
+}

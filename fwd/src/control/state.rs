@@ -1,0 +1,625 @@
+//! Applying operator changes (`ctl::wire::Change`) to the tables.
+//!
+//! A batch is applied to private working copies (the routing [`Txn`], the
+//! port list, the management maps); the first error aborts it and nothing
+//! of it is ever published. Classifier updates go last, through the
+//! stateful [`acl::ClassifierWriter`], which is itself all-or-nothing, so
+//! by the time it runs every other part of the batch has succeeded.
+//!
+//! What lives here and not in the data-path tables:
+//! - static neighbours `(port, ip) -> MAC`; adding one resolves every next
+//!   hop whose gateway it is (one `NhUpdate` each, so every route using it
+//!   follows in the same generation) and, when the address sits in a
+//!   connected subnet of the port, installs a host route to it;
+//! - interface addresses: each gives a connected route (on-link next hop
+//!   of the port) and a local route;
+//! - unnamed next hops (`route add P via GW dev PORT`): one per
+//!   `(gateway, port)`, created on first use, deleted when no route uses it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ctl::wire::{self, Change, ErrorBody, ErrorKind, IpNet, RouteTarget};
+
+use crate::acl;
+use crate::route::{self, NextHop, NhId, Prefix, Prefix4, Prefix6, RouteError, Target, Txn};
+use crate::tables::{PortInfo, Tables};
+
+/// Control-plane facts shared by every version that has them.
+#[derive(Clone, Debug, Default)]
+pub struct Mgmt {
+    /// Static neighbours.
+    pub neighbours: BTreeMap<(u16, IpAddr), [u8; 6]>,
+    /// Unnamed next hops by (gateway, port), and the reverse.
+    pub auto_nh: HashMap<(Option<IpAddr>, u16), NhId>,
+    pub auto_by_id: HashMap<NhId, (Option<IpAddr>, u16)>,
+}
+
+/// What a successful batch produced.
+pub struct Outcome {
+    pub tables: Tables,
+    /// Ids assigned to `rule_add`s without one, in order.
+    pub rule_ids: Vec<u32>,
+    /// Classifier slots retired by this batch: reusable once its
+    /// generation is reclaimed.
+    pub retired_slots: Vec<acl::Slot>,
+    /// Estimate of the memory the replaced version holds alone.
+    pub retired_bytes: usize,
+}
+
+fn err(kind: ErrorKind, msg: impl Into<String>) -> ErrorBody {
+    ErrorBody::new(kind, msg)
+}
+
+/// Maps a routing error to the protocol's kinds.
+pub fn route_error(e: &RouteError) -> ErrorBody {
+    let kind = match e {
+        RouteError::RouteExists { .. }
+        | RouteError::NextHopExists(_)
+        | RouteError::GroupExists(_)
+        | RouteError::VrfExists(_) => ErrorKind::Exists,
+        RouteError::RouteNotFound { .. }
+        | RouteError::UnknownNextHop(_)
+        | RouteError::UnknownGroup(_) => ErrorKind::NotFound,
+        RouteError::NextHopInUse { .. } | RouteError::GroupInUse { .. } => ErrorKind::Conflict,
+        _ => ErrorKind::Invalid,
+    };
+    err(kind, e.to_string())
+}
+
+/// The routing prefix of a wire prefix; host bits must be clear.
+pub fn prefix_of(net: IpNet) -> Result<Prefix, ErrorBody> {
+    if !net.is_network() {
+        return Err(err(
+            ErrorKind::Invalid,
+            format!("{net} has host bits set (did you mean {}?)", net.network()),
+        ));
+    }
+    let p = match net.addr() {
+        IpAddr::V4(a) => Prefix4::new(u32::from(a), net.prefix_len()).map(Prefix::V4),
+        IpAddr::V6(a) => Prefix6::new(u128::from(a), net.prefix_len()).map(Prefix::V6),
+    };
+    p.map_err(|e| err(ErrorKind::Invalid, format!("{net}: {e}")))
+}
+
+/// The wire form of a routing prefix.
+pub fn net_of(p: Prefix) -> IpNet {
+    let (addr, len) = match p {
+        Prefix::V4(p) => (IpAddr::V4(p.addr().into()), p.len()),
+        Prefix::V6(p) => (IpAddr::V6(p.addr().into()), p.len()),
+    };
+    IpNet::new(addr, len).expect("a routing prefix is a valid IpNet")
+}
+
+/// The host prefix (/32, /128) of an address.
+pub fn host_prefix(a: IpAddr) -> Prefix {
+    prefix_of(IpNet::host(a)).expect("a host prefix is a network")
+}
+
+/// A batch being applied.
+struct Edit<'a> {
+    base: &'a Tables,
+    routing: Txn,
+    ports: Option<Vec<PortInfo>>,
+    mgmt: Mgmt,
+    /// Classifier updates with the index of the change they came from.
+    acl: Vec<(acl::Update, usize)>,
+    /// Index of the change being applied.
+    at: usize,
+    rule_ids: Vec<u32>,
+    next_rule_id: u32,
+    /// Ids of the rules in the classifier before this batch.
+    acl_ids: Vec<u32>,
+    /// Unnamed next hops whose last user may have gone.
+    gc: Vec<NhId>,
+    /// Next hops created by this batch (for id allocation).
+    next_nh: NhId,
+}
+
+impl<'a> Edit<'a> {
+    fn new(base: &'a Tables, acl_w: &acl::ClassifierWriter) -> Edit<'a> {
+        let acl_ids: Vec<u32> = acl_w.rules().map(|r| r.id()).collect();
+        let next_rule_id = acl_ids.iter().max().map_or(1, |m| m.saturating_add(1));
+        Edit {
+            base,
+            routing: base.routing.txn(),
+            ports: None,
+            mgmt: (*base.mgmt).clone(),
+            acl: Vec::new(),
+            at: 0,
+            rule_ids: Vec::new(),
+            acl_ids,
+            next_rule_id,
+            gc: Vec::new(),
+            next_nh: base.routing.next_free_nh_id().max(1),
+        }
+    }
+
+    fn ports(&self) -> &[PortInfo] {
+        self.ports.as_deref().unwrap_or(&self.base.ports)
+    }
+
+    fn port(&self, name: &str) -> Result<u16, ErrorBody> {
+        self.ports()
+            .iter()
+            .position(|p| p.name == name)
+            .map(|i| i as u16)
+            .ok_or_else(|| err(ErrorKind::Invalid, format!("no port named {name:?}")))
+    }
+
+    /// The port whose address covers `gw` (for `via GW` without `dev`).
+    fn port_for_gateway(&self, gw: IpAddr) -> Result<u16, ErrorBody> {
+        self.ports()
+            .iter()
+            .position(|p| p.addresses.iter().any(|a| a.contains(gw)))
+            .map(|i| i as u16)
+            .ok_or_else(|| {
+                err(
+                    ErrorKind::Invalid,
+                    format!("no port has an address covering gateway {gw}; name one with dev"),
+                )
+            })
+    }
+
+    fn alloc_nh(&mut self) -> Result<NhId, ErrorBody> {
+        while self.routing.current().nexthop(self.next_nh).is_some() {
+            self.next_nh += 1;
+        }
+        if self.next_nh > route::MAX_ID {
+            return Err(err(ErrorKind::TooLarge, "next-hop ids exhausted"));
+        }
+        let id = self.next_nh;
+        self.next_nh += 1;
+        Ok(id)
+    }
+
+    /// The unnamed next hop for (gateway, port), created if needed.
+    fn auto_nh(&mut self, gateway: Option<IpAddr>, port: u16) -> Result<NhId, ErrorBody> {
+        if let Some(&id) = self.mgmt.auto_nh.get(&(gateway, port)) {
+            return Ok(id);
+        }
+        let id = self.alloc_nh()?;
+        let mac = gateway.and_then(|g| self.mgmt.neighbours.get(&(port, g)).copied());
+        self.routing
+            .nh_add(id, NextHop { gateway, port, mac })
+            .map_err(|e| route_error(&e))?;
+        self.mgmt.auto_nh.insert((gateway, port), id);
+        self.mgmt.auto_by_id.insert(id, (gateway, port));
+        self.gc.push(id);
+        Ok(id)
+    }
+
+    fn target(&mut self, t: &RouteTarget, prefix: Prefix) -> Result<Target, ErrorBody> {
+        Ok(match t {
+            RouteTarget::Gateway { via, dev } => {
+                if let Some(v) = via {
+                    if v.is_ipv4() != matches!(prefix, Prefix::V4(_)) {
+                        return Err(err(
+                            ErrorKind::Invalid,
+                            format!(
+                                "gateway {v} and prefix {} are of different families",
+                                net_of(prefix)
+                            ),
+                        ));
+                    }
+                }
+                let port = match (dev, via) {
+                    (Some(d), _) => self.port(d)?,
+                    (None, Some(v)) => self.port_for_gateway(*v)?,
+                    (None, None) => {
+                        return Err(err(ErrorKind::Invalid, "a route needs via and/or dev"))
+                    }
+                };
+                Target::NextHop(self.auto_nh(*via, port)?)
+            }
+            RouteTarget::Nhid(id) => Target::NextHop(*id),
+            RouteTarget::Group(id) => Target::Group(*id),
+            RouteTarget::Blackhole => Target::Blackhole,
+            RouteTarget::Reject => Target::Reject,
+            RouteTarget::Local => Target::Local,
+        })
+    }
+
+    fn retarget_neighbour(
+        &mut self,
+        port: u16,
+        ip: IpAddr,
+        mac: Option<[u8; 6]>,
+    ) -> Result<(), ErrorBody> {
+        let ids: Vec<NhId> = self
+            .routing
+            .current()
+            .nexthops()
+            .filter(|(_, nh)| nh.port == port && nh.gateway == Some(ip))
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            let mut nh = *self.routing.current().nexthop(id).expect("listed above");
+            nh.mac = mac;
+            self.routing
+                .nh_update(id, nh)
+                .map_err(|e| route_error(&e))?;
+        }
+        Ok(())
+    }
+
+    fn connected(&self, port: u16, ip: IpAddr) -> bool {
+        self.ports().get(usize::from(port)).is_some_and(|p| {
+            p.addresses
+                .iter()
+                .any(|a| a.prefix_len() < a.width() && a.contains(ip))
+        })
+    }
+
+    /// Host route to an attached neighbour, unless the operator has a route
+    /// of their own at that exact prefix.
+    fn neighbour_host_route(&mut self, port: u16, ip: IpAddr) -> Result<(), ErrorBody> {
+        if !self.connected(port, ip) {
+            return Ok(());
+        }
+        let host = host_prefix(ip);
+        if self.routing.current().get(0, host).is_some() {
+            return Ok(());
+        }
+        let id = self.auto_nh(Some(ip), port)?;
+        self.routing
+            .add(0, host, Target::NextHop(id))
+            .map_err(|e| route_error(&e))
+    }
+
+    fn drop_neighbour_host_route(&mut self, port: u16, ip: IpAddr) -> Result<(), ErrorBody> {
+        let host = host_prefix(ip);
+        if let Some(&id) = self.mgmt.auto_nh.get(&(Some(ip), port)) {
+            if self.routing.current().get(0, host) == Some(Target::NextHop(id)) {
+                self.routing.del(0, host).map_err(|e| route_error(&e))?;
+                self.gc.push(id);
+            }
+        }
+        Ok(())
+    }
+
+    fn change(&mut self, c: &Change) -> Result<(), ErrorBody> {
+        match c {
+            Change::RouteAdd(r) | Change::RouteReplace(r) => {
+                let prefix = prefix_of(r.prefix)?;
+                let target = self.target(&r.target, prefix)?;
+                let old = if matches!(c, Change::RouteAdd(_)) {
+                    self.routing.add(r.table, prefix, target).map(|()| None)
+                } else {
+                    self.routing.upsert(r.table, prefix, target)
+                }
+                .map_err(|e| route_error(&e))?;
+                if let Some(Target::NextHop(id)) = old {
+                    self.gc.push(id);
+                }
+            }
+            Change::RouteDel(d) => {
+                let prefix = prefix_of(d.prefix)?;
+                if let Some(want) = &d.target {
+                    let have = self.routing.current().get(d.table, prefix);
+                    let want = self.resolve_existing(want, prefix);
+                    if have.is_none() || have != want {
+                        return Err(err(
+                            ErrorKind::NotFound,
+                            format!(
+                                "no route {} with that target in table {}",
+                                d.prefix, d.table
+                            ),
+                        ));
+                    }
+                }
+                if let Target::NextHop(id) = self
+                    .routing
+                    .del(d.table, prefix)
+                    .map_err(|e| route_error(&e))?
+                {
+                    self.gc.push(id);
+                }
+            }
+            Change::NexthopAdd(n) | Change::NexthopReplace(n) => {
+                let port = self.port(&n.dev)?;
+                let mac = n
+                    .via
+                    .and_then(|g| self.mgmt.neighbours.get(&(port, g)).copied());
+                let nh = NextHop {
+                    gateway: n.via,
+                    port,
+                    mac,
+                };
+                if self.mgmt.auto_by_id.contains_key(&n.id) {
+                    return Err(err(
+                        ErrorKind::Exists,
+                        format!("id {} is an unnamed next hop", n.id),
+                    ));
+                }
+                if self.routing.current().group(n.id).is_some() {
+                    return Err(err(
+                        ErrorKind::Exists,
+                        format!("id {} is an ECMP group", n.id),
+                    ));
+                }
+                let r = if matches!(c, Change::NexthopAdd(_)) {
+                    self.routing.nh_add(n.id, nh)
+                } else {
+                    self.routing.nh_update(n.id, nh).map(|_| ())
+                };
+                r.map_err(|e| route_error(&e))?;
+            }
+            Change::NexthopDel { id } => {
+                if self.mgmt.auto_by_id.contains_key(id) {
+                    return Err(err(
+                        ErrorKind::Conflict,
+                        format!("next hop {id} is unnamed: it goes away with its last route"),
+                    ));
+                }
+                self.routing.nh_del(*id).map_err(|e| route_error(&e))?;
+            }
+            Change::GroupAdd(g) | Change::GroupReplace(g) => {
+                let members: Vec<(NhId, u32)> =
+                    g.members.iter().map(|m| (m.id, m.weight)).collect();
+                if matches!(c, Change::GroupAdd(_))
+                    && self.routing.current().nexthop(g.id).is_some()
+                {
+                    return Err(err(ErrorKind::Exists, format!("id {} is a next hop", g.id)));
+                }
+                let r = if matches!(c, Change::GroupAdd(_)) {
+                    self.routing.group_add(g.id, &members)
+                } else {
+                    self.routing.group_update(g.id, &members)
+                };
+                r.map_err(|e| route_error(&e))?;
+            }
+            Change::GroupDel { id } => {
+                self.routing.group_del(*id).map_err(|e| route_error(&e))?;
+            }
+            Change::NeighAdd(n) | Change::NeighReplace(n) => {
+                let port = self.port(&n.dev)?;
+                let prev = self.mgmt.neighbours.insert((port, n.addr), n.lladdr.0);
+                if prev.is_some() && matches!(c, Change::NeighAdd(_)) {
+                    return Err(err(
+                        ErrorKind::Exists,
+                        format!("neighbour {} on {} exists (use replace)", n.addr, n.dev),
+                    ));
+                }
+                self.retarget_neighbour(port, n.addr, Some(n.lladdr.0))?;
+                self.neighbour_host_route(port, n.addr)?;
+            }
+            Change::NeighDel { addr, dev } => {
+                let port = self.port(dev)?;
+                if self.mgmt.neighbours.remove(&(port, *addr)).is_none() {
+                    return Err(err(
+                        ErrorKind::NotFound,
+                        format!("no neighbour {addr} on {dev}"),
+                    ));
+                }
+                self.retarget_neighbour(port, *addr, None)?;
+                self.drop_neighbour_host_route(port, *addr)?;
+            }
+            Change::AddressAdd(a) => {
+                let port = self.port(&a.dev)?;
+                let mut ports = self.ports().to_vec();
+                let pi = &mut ports[usize::from(port)];
+                if pi.addresses.iter().any(|x| x.addr() == a.addr.addr()) {
+                    return Err(err(
+                        ErrorKind::Exists,
+                        format!("{} already has {}", a.dev, a.addr.addr()),
+                    ));
+                }
+                pi.addresses.push(a.addr);
+                self.ports = Some(ports);
+                let net = prefix_of(a.addr.network())?;
+                let host = host_prefix(a.addr.addr());
+                if net != host {
+                    let id = self.auto_nh(None, port)?;
+                    self.routing
+                        .upsert(0, net, Target::NextHop(id))
+                        .map_err(|e| route_error(&e))?;
+                }
+                self.routing
+                    .upsert(0, host, Target::Local)
+                    .map_err(|e| route_error(&e))?;
+                let attached: Vec<IpAddr> = self
+                    .mgmt
+                    .neighbours
+                    .keys()
+                    .filter(|(p, ip)| *p == port && a.addr.contains(*ip))
+                    .map(|&(_, ip)| ip)
+                    .collect();
+                for ip in attached {
+                    self.neighbour_host_route(port, ip)?;
+                }
+            }
+            Change::AddressDel(a) => {
+                let port = self.port(&a.dev)?;
+                let mut ports = self.ports().to_vec();
+                let pi = &mut ports[usize::from(port)];
+                let Some(k) = pi.addresses.iter().position(|x| *x == a.addr) else {
+                    return Err(err(
+                        ErrorKind::NotFound,
+                        format!("{} has no address {}", a.dev, a.addr),
+                    ));
+                };
+                pi.addresses.remove(k);
+                self.ports = Some(ports);
+                let attached: Vec<IpAddr> = self
+                    .mgmt
+                    .neighbours
+                    .keys()
+                    .filter(|(p, ip)| {
+                        *p == port && a.addr.contains(*ip) && !self.connected(port, *ip)
+                    })
+                    .map(|&(_, ip)| ip)
+                    .collect();
+                for ip in attached {
+                    self.drop_neighbour_host_route(port, ip)?;
+                }
+                let net = prefix_of(a.addr.network())?;
+                let host = host_prefix(a.addr.addr());
+                let conn = self.mgmt.auto_nh.get(&(None, port)).copied();
+                if net != host
+                    && conn.is_some()
+                    && self.routing.current().get(0, net) == conn.map(Target::NextHop)
+                {
+                    self.routing.del(0, net).map_err(|e| route_error(&e))?;
+                    self.gc.extend(conn);
+                }
+                if self.routing.current().get(0, host) == Some(Target::Local) {
+                    self.routing.del(0, host).map_err(|e| route_error(&e))?;
+                }
+            }
+            Change::RuleAdd(r) | Change::RuleReplace(r) => {
+                let id = match (r.id, c) {
+                    (Some(id), _) => id,
+                    (None, Change::RuleAdd(_)) => {
+                        let id = self.next_rule_id;
+                        self.next_rule_id = self.next_rule_id.saturating_add(1);
+                        self.rule_ids.push(id);
+                        id
+                    }
+                    (None, _) => return Err(err(ErrorKind::Invalid, "rule replace needs an id")),
+                };
+                let rule = super::rules::rule_from_wire(id, r, |name| self.port(name))?;
+                let u = if matches!(c, Change::RuleAdd(_)) {
+                    acl::Update::Insert(rule)
+                } else {
+                    acl::Update::Replace(rule)
+                };
+                self.acl.push((u, self.at));
+            }
+            Change::RuleDel { id } => self.acl.push((acl::Update::Delete(*id), self.at)),
+            Change::RuleFlush {} => {
+                // Everything before the flush in this batch is moot; every
+                // rule of the current version goes.
+                self.acl.clear();
+                let at = self.at;
+                self.acl
+                    .extend(self.acl_ids.iter().map(|&id| (acl::Update::Delete(id), at)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The target an existing route would have for `t`, without creating
+    /// anything (for `route del ... via ...`).
+    fn resolve_existing(&self, t: &RouteTarget, prefix: Prefix) -> Option<Target> {
+        let _ = prefix;
+        Some(match t {
+            RouteTarget::Gateway { via, dev } => {
+                let port = match (dev, via) {
+                    (Some(d), _) => self.port(d).ok()?,
+                    (None, Some(v)) => self.port_for_gateway(*v).ok()?,
+                    (None, None) => return None,
+                };
+                Target::NextHop(*self.mgmt.auto_nh.get(&(*via, port))?)
+            }
+            RouteTarget::Nhid(id) => Target::NextHop(*id),
+            RouteTarget::Group(id) => Target::Group(*id),
+            RouteTarget::Blackhole => Target::Blackhole,
+            RouteTarget::Reject => Target::Reject,
+            RouteTarget::Local => Target::Local,
+        })
+    }
+
+    /// Deletes unnamed next hops nothing uses any more.
+    fn collect_garbage(&mut self) -> Result<(), ErrorBody> {
+        let mut gc = std::mem::take(&mut self.gc);
+        gc.sort_unstable();
+        gc.dedup();
+        for id in gc {
+            if let Some(&key) = self.mgmt.auto_by_id.get(&id) {
+                if self.routing.current().nexthop_refs(id) == 0 {
+                    self.routing.nh_del(id).map_err(|e| route_error(&e))?;
+                    self.mgmt.auto_nh.remove(&key);
+                    self.mgmt.auto_by_id.remove(&id);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Applies `changes` to `base` as one batch.
+///
+/// # Errors
+/// The first failing change's error with its 1-based index; nothing is
+/// applied (the classifier writer is untouched unless every other part
+/// succeeded, and it is all-or-nothing itself).
+pub fn apply(
+    base: &Tables,
+    acl_w: &mut acl::ClassifierWriter,
+    changes: &[Change],
+) -> Result<Outcome, ErrorBody> {
+    let mut e = Edit::new(base, acl_w);
+    for (i, c) in changes.iter().enumerate() {
+        e.at = i;
+        e.change(c).map_err(|er| er.at(i as u64 + 1))?;
+    }
+    e.collect_garbage()
+        .map_err(|er| er.at(changes.len() as u64))?;
+    let routing_changed = !changes.iter().all(|c| {
+        matches!(
+            c,
+            Change::RuleAdd(_)
+                | Change::RuleReplace(_)
+                | Change::RuleDel { .. }
+                | Change::RuleFlush {}
+        )
+    });
+    let routing = if routing_changed {
+        e.routing.commit()
+    } else {
+        base.routing.clone()
+    };
+    let (acl_version, retired_slots) = if e.acl.is_empty() {
+        (Arc::clone(&base.acl), Vec::new())
+    } else {
+        let (updates, origin): (Vec<acl::Update>, Vec<usize>) = e.acl.into_iter().unzip();
+        let applied = acl_w.apply(&updates).map_err(|be| {
+            let idx = origin.get(be.index).copied().unwrap_or(0);
+            super::rules::update_error(&be.error).at(idx as u64 + 1)
+        })?;
+        (applied.version, applied.retired_slots)
+    };
+    let tables = Tables {
+        routing,
+        acl: acl_version,
+        ports: match e.ports {
+            Some(p) => Arc::from(p),
+            None => Arc::clone(&base.ports),
+        },
+        mgmt: Arc::new(e.mgmt),
+    };
+    Ok(Outcome {
+        tables,
+        rule_ids: e.rule_ids,
+        retired_slots,
+        retired_bytes: changes.len() * 256,
+    })
+}
+
+/// The wire view of a routing target, for dumps.
+pub fn target_to_wire(t: &Tables, target: Target) -> RouteTarget {
+    match target {
+        Target::NextHop(id) => match t.mgmt.auto_by_id.get(&id) {
+            Some((via, port)) => RouteTarget::Gateway {
+                via: *via,
+                dev: t.ports.get(usize::from(*port)).map(|p| p.name.clone()),
+            },
+            None => RouteTarget::Nhid(id),
+        },
+        Target::Group(id) => RouteTarget::Group(id),
+        Target::Blackhole => RouteTarget::Blackhole,
+        Target::Reject => RouteTarget::Reject,
+        Target::Local => RouteTarget::Local,
+    }
+}
+
+/// One wire route.
+pub fn route_to_wire(t: &Tables, table: u32, p: Prefix, target: Target) -> wire::Route {
+    wire::Route {
+        prefix: net_of(p),
+        table,
+        target: target_to_wire(t, target),
+    }
+}

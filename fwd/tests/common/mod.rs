@@ -1,0 +1,136 @@
+//! Helpers for the end-to-end tests: they run the real `fwd` binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// A scratch directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("fwd-test-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("FWD_KEEP_TEST_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+pub fn fwd_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fwd")
+}
+
+/// `fwdctl`, built next to `fwd` (same target directory).
+pub fn fwdctl_bin() -> PathBuf {
+    Path::new(fwd_bin()).with_file_name("fwdctl")
+}
+
+/// The EAL settings every test config uses: no hugepages, own prefix.
+pub fn eal_yaml(tag: &str) -> String {
+    format!(
+        "eal:\n  main_lcore: 0\n  memory_mb: 256\n  file_prefix: fwdtest-{tag}-{}\n",
+        std::process::id()
+    )
+}
+
+/// Runs `fwd` to completion with extra args; returns its output.
+pub fn run_fwd(dir: &TempDir, config: &str, extra: &[&str]) -> Output {
+    let cfg = dir.path("fwd.yaml");
+    std::fs::write(&cfg, config).expect("write config");
+    Command::new(fwd_bin())
+        .arg(&cfg)
+        .args(extra)
+        .env("RUNTIME_DIRECTORY", &dir.0)
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn fwd")
+}
+
+/// Starts `fwd` in the background.
+pub fn spawn_fwd(dir: &TempDir, config: &str, extra: &[&str]) -> Child {
+    let cfg = dir.path("fwd.yaml");
+    std::fs::write(&cfg, config).expect("write config");
+    Command::new(fwd_bin())
+        .arg(&cfg)
+        .args(extra)
+        .env("RUNTIME_DIRECTORY", &dir.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn fwd")
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Reads the `--stats-json` document.
+pub fn read_stats(path: &Path) -> serde_json::Value {
+    let s = std::fs::read_to_string(path).expect("stats json written");
+    serde_json::from_str(&s).expect("stats json parses")
+}
+
+pub fn mac_of(stats: &serde_json::Value, port: usize) -> [u8; 6] {
+    let s = stats["ports"][port]["mac"]
+        .as_str()
+        .expect("port mac in stats");
+    fwd::config::parse_mac(s).expect("mac parses")
+}
+
+pub fn is_root() -> bool {
+    // The e2e tests run DPDK and create namespaces: they need root. CI runs
+    // as root; a developer without it gets a clear failure, not a skip.
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Waits until a spawned `fwd` says it is forwarding (every port started),
+/// or panics with what it printed if it exits first. Its stderr keeps being
+/// drained in the background so the daemon never blocks on a full pipe.
+pub fn wait_ready(child: &mut Child) {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        let mut ready = false;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            seen.push_str(&line);
+            seen.push('\n');
+            if !ready && line.contains("fwd: forwarding with") {
+                ready = true;
+                let _ = tx.send(Ok(()));
+            }
+        }
+        if !ready {
+            let _ = tx.send(Err(seen));
+        }
+    });
+    match rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(text)) => panic!("fwd exited before forwarding:\n{text}"),
+        Err(_) => panic!("fwd's stderr reader vanished"),
+    }
+}

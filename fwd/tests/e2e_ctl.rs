@@ -1,0 +1,313 @@
+//! End to end through the control socket: the real `fwd` daemon and the real
+//! `fwdctl` binary (built by `cargo build --workspace --bins`, which the test
+//! command runs first). Changes are visible in the tables at once; bad
+//! input of every kind changes nothing.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+use ctl::wire::{Request, Response};
+
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn config(tag: &str, sock: &Path, extra: &str) -> String {
+    format!(
+        "{eal}ports:
+  - {{name: p0, device: net_null_a{tag}, addresses: [10.0.0.1/24]}}
+  - {{name: p1, device: net_null_b{tag}, addresses: [10.0.1.1/24, 'fd00:1::1/64']}}
+workers:
+  - {{lcore: 1, rx: [{{port: p0}}, {{port: p1}}]}}
+neighbours:
+  - {{ip: 10.0.1.2, mac: '02:00:00:00:01:02', port: p1}}
+control:
+  socket: {sock}
+  socket_mode: '0666'
+  max_request_bytes: 100000
+{extra}",
+        eal = eal_yaml(tag),
+        sock = sock.display(),
+    )
+}
+
+fn fwdctl(sock: &Path, args: &[&str]) -> Output {
+    let bin = fwdctl_bin();
+    assert!(
+        bin.exists(),
+        "{} missing: run `cargo build --workspace --bins` first (deploy/test.sh does)",
+        bin.display()
+    );
+    Command::new(bin)
+        .arg("-s")
+        .arg(sock)
+        .args(args)
+        .output()
+        .expect("run fwdctl")
+}
+
+fn ok(o: Output) -> String {
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn generation(sock: &Path) -> u64 {
+    let mut c = ctl::Client::connect(sock).expect("connect");
+    match c.call(&Request::Status {}).expect("status") {
+        Response::Status(s) => s.generation,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn routes(sock: &Path) -> String {
+    ok(fwdctl(sock, &["route", "show"]))
+}
+
+fn start(dir: &TempDir, tag: &str, extra: &str) -> (Daemon, std::path::PathBuf) {
+    // The socket's directory must be searchable by the unprivileged peer.
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path("fwd.sock");
+    let mut d = Daemon(spawn_fwd(dir, &config(tag, &sock, extra), &[]));
+    wait_ready(&mut d.0);
+    (d, sock)
+}
+
+#[test]
+fn changes_apply_atomically_and_bad_input_changes_nothing() {
+    assert!(is_root(), "the end-to-end tests need root (DPDK)");
+    let dir = TempDir::new("ctl");
+    let (_d, sock) = start(&dir, "ctl", "");
+
+    // Config-derived state is visible.
+    let r = routes(&sock);
+    assert!(r.contains("10.0.1.0/24") && r.contains("10.0.1.2"), "{r}");
+
+    // A route, and its lookup.
+    let g0 = generation(&sock);
+    ok(fwdctl(
+        &sock,
+        &[
+            "route",
+            "add",
+            "10.5.0.0/16",
+            "via",
+            "10.0.1.2",
+            "dev",
+            "p1",
+        ],
+    ));
+    assert_eq!(generation(&sock), g0 + 1);
+    let got = ok(fwdctl(&sock, &["--json", "route", "get", "10.5.7.7"]));
+    assert!(
+        got.contains("10.5.0.0/16") && got.contains("02:00:00:00:01:02"),
+        "{got}"
+    );
+
+    // A batch whose last line does not parse: nothing is sent.
+    let b1 = dir.path("bad-syntax.batch");
+    std::fs::write(&b1, "route add 10.6.0.0/16 via 10.0.1.2 dev p1\nroute add 10.7.0.0/16 blackhole\nroute frobnicate\n").unwrap();
+    let o = fwdctl(&sock, &["-b", b1.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("line 3"),
+        "{}",
+        text(&o)
+    );
+
+    // A batch the daemon refuses on its last line: nothing is applied.
+    let b2 = dir.path("bad-state.batch");
+    std::fs::write(&b2, "route add 10.6.0.0/16 via 10.0.1.2 dev p1\nroute add 10.7.0.0/16 blackhole\nroute del 10.99.0.0/16\n").unwrap();
+    let o = fwdctl(&sock, &["-b", b2.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("line 3"),
+        "{}",
+        text(&o)
+    );
+    let g1 = generation(&sock);
+    assert_eq!(g1, g0 + 1, "refused batches publish nothing");
+    let r = routes(&sock);
+    assert!(
+        !r.contains("10.6.0.0/16") && !r.contains("10.7.0.0/16"),
+        "{r}"
+    );
+
+    // A good batch is one generation.
+    std::fs::write(
+        &b2,
+        "route add 10.6.0.0/16 via 10.0.1.2 dev p1\nroute add 10.7.0.0/16 blackhole\n",
+    )
+    .unwrap();
+    ok(fwdctl(&sock, &["-b", b2.to_str().unwrap()]));
+    assert_eq!(generation(&sock), g1 + 1);
+
+    // A client killed in the middle of a batch line changes nothing.
+    {
+        let mut s = UnixStream::connect(&sock).unwrap();
+        writeln!(s, r#"{{"hello":{{"protocol":1,"client":"test"}}}}"#).unwrap();
+        let mut hello = String::new();
+        BufReader::new(s.try_clone().unwrap())
+            .read_line(&mut hello)
+            .unwrap();
+        assert!(hello.contains("\"hello\""), "{hello}");
+        s.write_all(br#"{"id":1,"request":{"batch":{"changes":[{"route_add":{"prefix":"10.8.0.0/16","target":"blackhole"}},{"route_add":{"pre"#).unwrap();
+        // dropped here: the connection closes mid-line
+    }
+    // A request over the size bound is refused, the connection survives.
+    {
+        let mut c = ctl::Client::connect(&sock).unwrap();
+        let many: Vec<ctl::wire::Change> = (0..5000)
+            .map(|i| {
+                ctl::wire::Change::RouteAdd(ctl::wire::Route {
+                    prefix: format!("10.{}.{}.0/24", 100 + i / 256, i % 256)
+                        .parse()
+                        .unwrap(),
+                    table: 0,
+                    target: ctl::wire::RouteTarget::Blackhole,
+                })
+            })
+            .collect();
+        let e = c
+            .call(&Request::Batch { changes: many })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too_large"), "{e}");
+        assert!(matches!(
+            c.call(&Request::Status {}),
+            Ok(Response::Status(_))
+        ));
+    }
+    assert_eq!(
+        generation(&sock),
+        g1 + 1,
+        "nothing was applied by the broken clients"
+    );
+    assert!(!routes(&sock).contains("10.8.0.0/16"));
+
+    // Rules: add, show, counters, delete.
+    let out = ok(fwdctl(
+        &sock,
+        &[
+            "--json",
+            "rule",
+            "add",
+            "prio",
+            "10",
+            "dst",
+            "10.5.0.0/16",
+            "proto",
+            "udp",
+            "dport",
+            "53",
+            "action",
+            "drop",
+        ],
+    ));
+    assert!(
+        out.contains("rule_ids") || out.contains("generation"),
+        "{out}"
+    );
+    let shown = ok(fwdctl(&sock, &["rule", "show"]));
+    assert!(shown.contains("10.5.0.0/16"), "{shown}");
+    ok(fwdctl(&sock, &["rule", "counters"]));
+    ok(fwdctl(&sock, &["rule", "flush"]));
+    assert!(!ok(fwdctl(&sock, &["rule", "show"])).contains("10.5.0.0/16"));
+
+    // Invalid input: typed errors, nothing changes.
+    let g2 = generation(&sock);
+    for bad in [
+        vec!["route", "add", "10.9.0.1/16", "blackhole"], // host bits
+        vec![
+            "route",
+            "add",
+            "10.9.0.0/16",
+            "via",
+            "10.0.1.2",
+            "dev",
+            "nope",
+        ], // unknown port
+        vec!["route", "add", "10.5.0.0/16", "blackhole"], // exists
+        vec!["route", "del", "10.9.0.0/16"],              // not found
+        vec!["neigh", "del", "10.0.1.99", "dev", "p1"],   // not found
+    ] {
+        // 2: refused by fwdctl before sending; 1: refused by the daemon.
+        let o = fwdctl(&sock, &bad);
+        assert!(
+            matches!(o.status.code(), Some(1 | 2)),
+            "{bad:?}: {}",
+            text(&o)
+        );
+    }
+    assert_eq!(generation(&sock), g2);
+
+    // Neighbour change: every route via it follows at once.
+    ok(fwdctl(
+        &sock,
+        &[
+            "neigh",
+            "replace",
+            "10.0.1.2",
+            "lladdr",
+            "02:00:00:00:01:99",
+            "dev",
+            "p1",
+        ],
+    ));
+    let got = ok(fwdctl(&sock, &["--json", "route", "get", "10.6.1.1"]));
+    assert!(got.contains("02:00:00:00:01:99"), "{got}");
+
+    // Reads and status.
+    ok(fwdctl(&sock, &["stats"]));
+    ok(fwdctl(&sock, &["port", "show"]));
+    let st = ok(fwdctl(&sock, &["--json", "status"]));
+    assert!(st.contains("\"workers\"") && st.contains("worker0"), "{st}");
+
+    // A peer that is neither root, the daemon's user nor in its group is refused.
+    let o = Command::new(fwdctl_bin())
+        .arg("-s")
+        .arg(&sock)
+        .arg("status")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run fwdctl as nobody");
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("permission_denied"),
+        "{}",
+        text(&o)
+    );
+
+    // config save, then a new daemon loads it.
+    let saved = dir.path("running.batch");
+    ok(fwdctl(&sock, &["config", "save", saved.to_str().unwrap()]));
+    let text_saved = std::fs::read_to_string(&saved).unwrap();
+    assert!(text_saved.contains("10.6.0.0/16"), "{text_saved}");
+    drop(_d);
+    let dir2 = TempDir::new("ctl2");
+    let (_d2, sock2) = start(&dir2, "ctl2", &format!("  load: {}\n", saved.display()));
+    let r = routes(&sock2);
+    assert!(
+        r.contains("10.6.0.0/16") && r.contains("10.7.0.0/16") && r.contains("10.5.0.0/16"),
+        "{r}"
+    );
+    let got = ok(fwdctl(&sock2, &["--json", "route", "get", "10.6.1.1"]));
+    assert!(
+        got.contains("02:00:00:00:01:99"),
+        "the replaced neighbour survives: {got}"
+    );
+}

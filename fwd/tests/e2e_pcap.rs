@@ -1,0 +1,291 @@
+//! End to end on `net_pcap` ports: a crafted input pcap goes through the real
+//! `fwd` binary; the output pcaps must be exactly the expected frames (right
+//! port, MACs rewritten, TTL / hop limit decremented, checksums valid) and
+//! the drop counters must match what the input provoked.
+
+mod common;
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use common::*;
+use fwd::pkt::build::{self, FrameSpec, VlanTag};
+use fwd::pkt::pcap;
+
+const NEIGH1: [u8; 6] = [0x02, 0, 0, 0, 1, 2];
+const NEIGH2: [u8; 6] = [0x02, 0, 0, 0, 2, 2];
+const NEIGH2V6: [u8; 6] = [0x02, 0, 0, 0, 2, 6];
+const SENDER: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
+
+fn config(tag: &str, dir: &TempDir) -> String {
+    let p = |n: &str| dir.path(n).display().to_string();
+    format!(
+        "{eal}ports:
+  - name: p0
+    device: net_pcap_in{tag},rx_pcap={inp},tx_pcap={o0}
+    addresses: [10.0.0.1/24]
+  - name: p1
+    device: net_pcap_a{tag},rx_pcap={empty},tx_pcap={o1}
+    addresses: [10.0.1.1/24]
+  - name: p2
+    device: net_pcap_b{tag},rx_pcap={empty},tx_pcap={o2}
+    addresses: [10.0.2.1/24, 'fd00:2::1/64']
+workers:
+  - lcore: 1
+    rx: [{{port: p0}}, {{port: p1}}, {{port: p2}}]
+neighbours:
+  - {{ip: 10.0.1.2, mac: '02:00:00:00:01:02', port: p1}}
+  - {{ip: 10.0.2.2, mac: '02:00:00:00:02:02', port: p2}}
+  - {{ip: 'fd00:2::2', mac: '02:00:00:00:02:06', port: p2}}
+routes:
+  - {{prefix: 10.1.0.0/16, via: 10.0.1.2, dev: p1}}
+  - {{prefix: 10.2.0.0/16, via: 10.0.2.2, dev: p2}}
+  - {{prefix: 10.2.7.0/24, via: 10.0.1.2, dev: p1}}
+  - {{prefix: 10.3.0.0/16, via: 10.0.2.99, dev: p2}}
+  - {{prefix: 192.0.2.0/24, kind: blackhole}}
+  - {{prefix: 'fd02::/64', via: 'fd00:2::2', dev: p2}}
+",
+        eal = eal_yaml(tag),
+        inp = p("in.pcap"),
+        empty = p("empty.pcap"),
+        o0 = p("out0.pcap"),
+        o1 = p("out1.pcap"),
+        o2 = p("out2.pcap"),
+    )
+}
+
+fn spec(ttl: u8) -> FrameSpec {
+    FrameSpec {
+        src_mac: SENDER,
+        dst_mac: [0x02, 0, 0, 0, 0, 0x01],
+        ttl,
+        ..Default::default()
+    }
+}
+
+fn out_spec(src: [u8; 6], dst: [u8; 6], ttl: u8) -> FrameSpec {
+    FrameSpec {
+        src_mac: src,
+        dst_mac: dst,
+        ttl,
+        ..Default::default()
+    }
+}
+
+fn v4(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+#[test]
+#[allow(clippy::vec_init_then_push)] // one commented push per case reads best
+fn pcap_in_exact_pcaps_out() {
+    assert!(
+        is_root(),
+        "the end-to-end tests need root (DPDK); run deploy/test.sh as root"
+    );
+    let dir = TempDir::new("pcap");
+    let src = v4("10.0.0.10");
+    let payload = b"appliance e2e payload";
+
+    // (input frame, fate) in input order.
+    let mut input: Vec<Vec<u8>> = Vec::new();
+    // 1. UDP to 10.1.0.5: via 10.0.1.2 out of p1.
+    input.push(build::udp4(
+        &spec(64),
+        src,
+        v4("10.1.0.5"),
+        1000,
+        53,
+        payload,
+    ));
+    // 2. TCP to 10.2.3.4: via 10.0.2.2 out of p2.
+    input.push(build::tcp4(
+        &spec(64),
+        src,
+        v4("10.2.3.4"),
+        40000,
+        80,
+        0x02,
+        payload,
+    ));
+    // 3. more specific 10.2.7.0/24 wins over 10.2.0.0/16: out of p1.
+    input.push(build::udp4(&spec(17), src, v4("10.2.7.7"), 5, 6, payload));
+    // 4. IPv6 to fd02::5: out of p2, hop limit decremented.
+    input.push(build::udp6(
+        &spec(64),
+        v6("fd00::10"),
+        v6("fd02::5"),
+        7,
+        8,
+        payload,
+    ));
+    // 5. TTL 1: dropped, ttl_expired.
+    input.push(build::udp4(&spec(1), src, v4("10.1.0.5"), 1, 2, payload));
+    // 6. no route.
+    input.push(build::udp4(&spec(64), src, v4("172.16.0.1"), 1, 2, payload));
+    // 7. blackhole.
+    input.push(build::udp4(&spec(64), src, v4("192.0.2.9"), 1, 2, payload));
+    // 8. truncated IPv4 header: malformed.
+    let mut trunc = build::udp4(&spec(64), src, v4("10.1.0.5"), 1, 2, payload);
+    trunc.truncate(14 + 12);
+    input.push(trunc);
+    // 9. ARP: not IP.
+    input.push(build::arp_request(&spec(64), src, v4("10.0.0.1")));
+    // 10. gateway without a neighbour entry: no_neighbour.
+    input.push(build::udp4(&spec(64), src, v4("10.3.0.1"), 1, 2, payload));
+    // 11. VLAN-tagged UDP to 10.1.2.3: forwarded with its tag.
+    let mut vspec = spec(64);
+    vspec.vlans = vec![VlanTag::dot1q(100)];
+    input.push(build::udp4(&vspec, src, v4("10.1.2.3"), 9, 9, payload));
+    // 12. IPv4 with options: forwarded, checksum still valid.
+    let mut ospec = spec(30);
+    ospec.ipv4_options = vec![1, 1, 1, 1, 7, 7, 4, 0];
+    input.push(build::udp4(&ospec, src, v4("10.1.9.9"), 3, 4, payload));
+    // 13. to the appliance's own address: local (no host stack on the data path).
+    input.push(build::icmp4_echo(
+        &spec(64),
+        src,
+        v4("10.0.0.1"),
+        1,
+        1,
+        payload,
+    ));
+    // 14. bad IHL: malformed.
+    let mut bad = build::udp4(&spec(64), src, v4("10.1.0.5"), 1, 2, payload);
+    bad[14] = 0x43;
+    input.push(bad);
+    // 15. IPv6 hop limit 1: ttl_expired.
+    input.push(build::udp6(
+        &spec(1),
+        v6("fd00::10"),
+        v6("fd02::5"),
+        7,
+        8,
+        payload,
+    ));
+    // 16. Directly attached neighbour on p2 (connected 10.0.2.0/24 + neighbour).
+    input.push(build::udp4(&spec(64), src, v4("10.0.2.2"), 11, 12, payload));
+
+    pcap::write(dir.path("in.pcap"), &input).unwrap();
+    pcap::write(dir.path("empty.pcap"), &[]).unwrap();
+
+    let stats_path = dir.path("stats.json");
+    let out = run_fwd(
+        &dir,
+        &config("p", &dir),
+        &[
+            "--exit-after-rx",
+            &input.len().to_string(),
+            "--stats-json",
+            stats_path.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stats = read_stats(&stats_path);
+    let mac1 = mac_of(&stats, 1);
+    let mac2 = mac_of(&stats, 2);
+
+    let mut vout = out_spec(mac1, NEIGH1, 63);
+    vout.vlans = vec![VlanTag::dot1q(100)];
+    let mut oout = out_spec(mac1, NEIGH1, 29);
+    oout.ipv4_options = vec![1, 1, 1, 1, 7, 7, 4, 0];
+    let want1 = vec![
+        build::udp4(
+            &out_spec(mac1, NEIGH1, 63),
+            src,
+            v4("10.1.0.5"),
+            1000,
+            53,
+            payload,
+        ),
+        build::udp4(
+            &out_spec(mac1, NEIGH1, 16),
+            src,
+            v4("10.2.7.7"),
+            5,
+            6,
+            payload,
+        ),
+        build::udp4(&vout, src, v4("10.1.2.3"), 9, 9, payload),
+        build::udp4(&oout, src, v4("10.1.9.9"), 3, 4, payload),
+    ];
+    let want2 = vec![
+        build::tcp4(
+            &out_spec(mac2, NEIGH2, 63),
+            src,
+            v4("10.2.3.4"),
+            40000,
+            80,
+            0x02,
+            payload,
+        ),
+        build::udp6(
+            &out_spec(mac2, NEIGH2V6, 63),
+            v6("fd00::10"),
+            v6("fd02::5"),
+            7,
+            8,
+            payload,
+        ),
+        build::udp4(
+            &out_spec(mac2, NEIGH2, 63),
+            src,
+            v4("10.0.2.2"),
+            11,
+            12,
+            payload,
+        ),
+    ];
+    let got0 = pcap::read(dir.path("out0.pcap")).unwrap();
+    let got1 = pcap::read(dir.path("out1.pcap")).unwrap();
+    let got2 = pcap::read(dir.path("out2.pcap")).unwrap();
+    assert!(got0.is_empty(), "nothing goes back out of p0: {got0:?}");
+    assert_eq!(got1, want1, "p1 output differs");
+    assert_eq!(got2, want2, "p2 output differs");
+
+    let d = &stats["drops"];
+    let expect = [
+        ("ttl_expired", 2),
+        ("no_route", 1),
+        ("blackhole", 1),
+        ("malformed", 2),
+        ("not_ip", 1),
+        ("no_neighbour", 1),
+        ("local", 1),
+        ("tx_full", 0),
+    ];
+    for (k, v) in expect {
+        assert_eq!(d[k].as_u64(), Some(v), "drop counter {k}: {}", text(&out));
+    }
+    assert_eq!(stats["rx_packets"].as_u64(), Some(input.len() as u64));
+    assert_eq!(stats["tx_packets"].as_u64(), Some(7));
+    assert_eq!(
+        stats["ports"][0]["counters"]["rx_packets"].as_u64(),
+        Some(input.len() as u64)
+    );
+    assert_eq!(
+        stats["ports"][1]["counters"]["tx_packets"].as_u64(),
+        Some(4)
+    );
+    assert_eq!(
+        stats["ports"][2]["counters"]["tx_packets"].as_u64(),
+        Some(3)
+    );
+}
+
+#[test]
+fn bad_config_is_a_clear_error_before_dpdk_starts() {
+    let dir = TempDir::new("badcfg");
+    let cfg = format!(
+        "{}ports:\n  - name: p0\n    device: net_null0\n    rx_queus: 1\nworkers:\n  - lcore: 1\n    rx: [{{port: p0}}]\n",
+        eal_yaml("bad")
+    );
+    let out = run_fwd(&dir, &cfg, &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rx_queus"), "error names the field: {err}");
+    let out = run_fwd(&dir, &cfg.replace("rx_queus", "rx_queues"), &["--check"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
