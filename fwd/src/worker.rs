@@ -263,8 +263,7 @@ impl Worker {
         }
 
         // Stage 4: act.
-        let mut cached: (u32, Result<(usize, [u8; 6], [u8; 6]), DropReason>) =
-            (u32::MAX, Err(DropReason::NoRoute));
+        let mut cached: (u32, Egress) = (u32::MAX, Err(DropReason::NoRoute));
         for i in 0..n {
             let nh_id = match s.verdict[i] {
                 Verdict::Forward(nh) => nh,
@@ -331,13 +330,13 @@ impl Worker {
     }
 }
 
-/// Output port index and MACs of next hop `id`, or why it cannot be used.
+/// Output port index, destination and source MAC of a next hop, or why it
+/// cannot be used.
+type Egress = Result<(usize, [u8; 6], [u8; 6]), DropReason>;
+
+/// Resolves next hop `id` for transmission.
 #[inline(always)]
-fn resolve_nexthop(
-    t: &Tables,
-    id: u32,
-    n_ports: usize,
-) -> Result<(usize, [u8; 6], [u8; 6]), DropReason> {
+fn resolve_nexthop(t: &Tables, id: u32, n_ports: usize) -> Egress {
     let nh = t.routing.nexthop(id).ok_or(DropReason::NoRoute)?;
     let out = usize::from(nh.port);
     let dst = nh.mac.ok_or(DropReason::NoNeighbour)?;

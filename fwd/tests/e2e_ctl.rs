@@ -15,17 +15,6 @@ use std::process::{Command, Output};
 use common::*;
 use ctl::wire::{Request, Response};
 
-struct Daemon(std::process::Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
 fn config(tag: &str, sock: &Path, extra: &str) -> String {
     format!(
         "{eal}ports:

@@ -48,18 +48,6 @@ impl Drop for Netns {
     }
 }
 
-struct Daemon(std::process::Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // SIGTERM for a clean stop (ports closed, taps removed).
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
 /// Two namespaces on two tap ports of a running daemon, addressed and
 /// pointed at the appliance; returns them with the daemon.
 struct Bed {

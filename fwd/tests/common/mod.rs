@@ -44,32 +44,42 @@ pub fn eal_yaml(tag: &str) -> String {
     )
 }
 
-/// Runs `fwd` to completion with extra args; returns its output.
-pub fn run_fwd(dir: &TempDir, config: &str, extra: &[&str]) -> Output {
+/// The `fwd` command for `config` (written into `dir`) and extra args.
+fn fwd_command(dir: &TempDir, config: &str, extra: &[&str]) -> Command {
     let cfg = dir.path("fwd.yaml");
     std::fs::write(&cfg, config).expect("write config");
-    Command::new(fwd_bin())
-        .arg(&cfg)
+    let mut c = Command::new(fwd_bin());
+    c.arg(&cfg)
         .args(extra)
         .env("RUNTIME_DIRECTORY", &dir.0)
-        .stdin(Stdio::null())
-        .output()
-        .expect("spawn fwd")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs `fwd` to completion with extra args; returns its output.
+pub fn run_fwd(dir: &TempDir, config: &str, extra: &[&str]) -> Output {
+    fwd_command(dir, config, extra).output().expect("spawn fwd")
 }
 
 /// Starts `fwd` in the background.
 pub fn spawn_fwd(dir: &TempDir, config: &str, extra: &[&str]) -> Child {
-    let cfg = dir.path("fwd.yaml");
-    std::fs::write(&cfg, config).expect("write config");
-    Command::new(fwd_bin())
-        .arg(&cfg)
-        .args(extra)
-        .env("RUNTIME_DIRECTORY", &dir.0)
-        .stdin(Stdio::null())
+    fwd_command(dir, config, extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn fwd")
+}
+
+/// A background daemon stopped with SIGTERM (a clean stop) when dropped.
+pub struct Daemon(pub Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
 }
 
 pub fn text(o: &Output) -> String {

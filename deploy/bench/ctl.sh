@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Control-plane throughput through the real CLI and daemon, side by side with
+# Linux in a network namespace created here (no traffic is sent anywhere):
+#   - the full IPv4 view (shared/data/routing) as one `fwdctl -b` batch,
+#     alone and while five other clients dump every route in a loop;
+#     `ip -batch` with the same routes;
+#   - 100k `rule add` lines in one batch; `tc -b` with 100k u32 filters.
+# Results go to bench-results/ctl.md.
+#
+#   sudo deploy/bench/ctl.sh
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+need_root
+OUT="$ROOT/bench-results/ctl.md"
+DATA="${FWD_SHARED_DATA:-$ROOT/../shared/data}"
+[ -f "$DATA/routing/ipv4_fulltable_gaissmai.txt.gz" ] || { echo "no $DATA/routing" >&2; exit 1; }
+
+"$ROOT/deploy/setup.sh"
+build_release
+FWD="$ROOT/target/release/fwd"
+CTL="$ROOT/target/release/fwdctl"
+WORK="$(mktemp -d /tmp/fwd-ctlbench.XXXXXX)"
+NS="fwdbench$$"
+cleanup() {
+    pkill -f "$WORK/fwd.yaml" 2>/dev/null || true
+    ip netns del "$NS" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+zcat "$DATA/routing/ipv4_fulltable_gaissmai.txt.gz" > "$WORK/v4.txt"
+NROUTES=$(wc -l < "$WORK/v4.txt")
+awk '{print "route add " $1 " via 10.0.1.2 dev p1"}' "$WORK/v4.txt" > "$WORK/routes.batch"
+awk '{print "route add " $1 " via 10.0.1.2 dev dummy0"}' "$WORK/v4.txt" > "$WORK/routes.ip"
+# 100k distinct rules: /24 sources x destination ports.
+awk 'BEGIN { for (i = 0; i < 100000; i++)
+    printf "rule add prio %d src 10.%d.%d.0/24 dst 192.0.2.0/24 proto tcp dport %d action drop\n",
+           i, int(i / 256) % 256, i % 256, 1 + int(i / 65536) }' > "$WORK/rules.batch"
+awk 'BEGIN { for (i = 0; i < 100000; i++)
+    printf "filter add dev dummy0 parent ffff: protocol ip prio 1 u32 match ip src 10.%d.%d.0/24 match ip dst 192.0.2.0/24 match ip protocol 6 0xff match ip dport %d 0xffff action drop\n",
+           int(i / 256) % 256, i % 256, 1 + int(i / 65536) }' > "$WORK/filters.tc"
+
+start_fwd() {
+    cat > "$WORK/fwd.yaml" <<YAML
+eal: {main_lcore: 0, memory_mb: 1024, file_prefix: ctlbench$$}
+ports:
+  - {name: p0, device: net_null0, addresses: [10.0.0.1/24]}
+  - {name: p1, device: net_null1, addresses: [10.0.1.1/24]}
+workers:
+  - {lcore: 1, rx: [{port: p0}, {port: p1}]}
+neighbours:
+  - {ip: 10.0.1.2, mac: "02:00:00:00:01:02", port: p1}
+control: {socket: $WORK/fwd.sock, cpu: 0}
+YAML
+    "$FWD" "$WORK/fwd.yaml" > "$WORK/fwd.log" 2>&1 &
+    for _ in $(seq 1 300); do
+        grep -q "forwarding with" "$WORK/fwd.log" && return 0
+        sleep 0.1
+    done
+    cat "$WORK/fwd.log" >&2
+    return 1
+}
+stop_fwd() {
+    pkill -INT -f "$WORK/fwd.yaml" || true
+    while pgrep -f "$WORK/fwd.yaml" > /dev/null; do sleep 0.1; done
+}
+secs() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN { printf "%.2f", b - a }'; }
+
+start_fwd
+t_alone=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.batch")
+count=$("$CTL" -s "$WORK/fwd.sock" --json route show | grep -o '"prefix"' | wc -l)
+t_dump=$(secs "$CTL" -s "$WORK/fwd.sock" route show)
+stop_fwd
+
+start_fwd
+for i in 1 2 3 4 5; do
+    ( while "$CTL" -s "$WORK/fwd.sock" route show > /dev/null 2>&1; do :; done ) &
+done
+sleep 1
+t_busy=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.batch")
+pkill -f "$CTL -s $WORK/fwd.sock route show" || true
+stop_fwd
+wait 2>/dev/null || true
+
+start_fwd
+t_rules=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/rules.batch")
+nrules=$("$CTL" -s "$WORK/fwd.sock" --json rule show | grep -o '"priority"' | wc -l)
+stop_fwd
+
+ip netns add "$NS"
+ip -n "$NS" link add dummy0 type dummy
+ip -n "$NS" addr add 10.0.1.1/24 dev dummy0
+ip -n "$NS" link set dummy0 up
+t_ip=$(secs ip -n "$NS" -batch "$WORK/routes.ip")
+tc -n "$NS" qdisc add dev dummy0 ingress
+t_tc=$(secs tc -n "$NS" -b "$WORK/filters.tc")
+
+ratio=$(awk -v a="$t_busy" -v b="$t_alone" 'BEGIN { printf "%.2f", a / b }')
+{
+    echo "# Control plane: full-view route batch and 100k-rule batch through fwdctl"
+    echo
+    echo "- command: \`sudo deploy/bench/ctl.sh\`"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk); kernel $(uname -r)"
+    echo "- data: $NROUTES IPv4 prefixes (shared/data/routing), each \`via 10.0.1.2 dev p1\`"
+    echo "- times are wall clock of the whole \`fwdctl\` process: parse, send, apply as one generation, publish"
+    echo
+    echo "| what | time (s) | goal |"
+    echo "|---|---|---|"
+    echo "| fwdctl -b, $NROUTES route add, alone ($count routes dumped after) | $t_alone | < 2 |"
+    echo "| same, while 5 clients dump all routes in a loop | $t_busy (x$ratio) | <= 1.1 x alone |"
+    echo "| one full dump (fwdctl route show) | $t_dump | |"
+    echo "| fwdctl -b, 100000 rule add ($nrules rules after) | $t_rules | < 1 |"
+    echo "| Linux ip -batch, same $NROUTES routes (netns, dummy0) | $t_ip | (reference) |"
+    echo "| Linux tc -b, 100000 u32 filters | $t_tc | (reference) |"
+} > "$OUT"
+cat "$OUT"
