@@ -172,6 +172,21 @@ fn pings(ns: &Netns, n: u32, dst: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// Packets the daemon sent out of `port`.
+fn port_tx(sock: &std::path::Path, port: &str) -> u64 {
+    let o = Command::new(fwdctl_bin())
+        .arg("-s")
+        .arg(sock)
+        .args(["--json", "port", "stats", port])
+        .output()
+        .expect("run fwdctl");
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    v["port_stats"][0]["tx_packets"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("tx_packets in {v}"))
+}
+
 fn fwdctl(sock: &std::path::Path, args: &[&str]) {
     let o = Command::new(fwdctl_bin())
         .arg("-s")
@@ -242,6 +257,30 @@ fn fwdctl_changes_steer_live_traffic() {
         pings(&bed.a, 2, "10.88.0.1"),
         2,
         "the new route carries the traffic"
+    );
+    // Moving the route to port a moves the traffic there: a's TX counter
+    // grows by the echo requests, and b sees none of them.
+    let tx_a = port_tx(&bed.sock, "a");
+    fwdctl(
+        &bed.sock,
+        &[
+            "route",
+            "replace",
+            "10.88.0.0/16",
+            "via",
+            "10.77.1.2",
+            "dev",
+            "a",
+        ],
+    );
+    assert_eq!(
+        pings(&bed.a, 2, "10.88.0.1"),
+        0,
+        "ns a does not answer for 10.88.0.1"
+    );
+    assert!(
+        port_tx(&bed.sock, "a") >= tx_a + 2,
+        "the requests left through port a"
     );
     fwdctl(&bed.sock, &["route", "del", "10.88.0.0/16"]);
     assert_eq!(
