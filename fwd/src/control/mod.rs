@@ -169,9 +169,56 @@ fn reclaim(st: &mut ControlState, released: &Released) {
     }
 }
 
+/// A classifier rebuild running off the control lcore.
+type Rebuilding = Option<Receiver<acl::Rebuilt>>;
+
+/// Starts a background rebuild of the classifier's base when its overlay of
+/// recent changes has grown (lookups get slower with it); the control lcore
+/// stays responsive and installs the result when it is ready.
+fn maybe_rebuild(st: &ControlState, rebuilding: &mut Rebuilding) {
+    if rebuilding.is_some() || !st.acl.needs_rebuild() {
+        return;
+    }
+    let job = st.acl.rebuild_job();
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("fwd-acl-rebuild".into())
+        .spawn(move || {
+            let _ = tx.send(job.run());
+        });
+    if spawned.is_ok() {
+        *rebuilding = Some(rx);
+    }
+}
+
+/// Installs a finished rebuild (carrying over changes made meanwhile) and
+/// publishes it as a new generation.
+fn finish_rebuild(st: &mut ControlState, rebuilding: &mut Rebuilding) {
+    let Some(rx) = rebuilding else {
+        return;
+    };
+    match rx.try_recv() {
+        Ok(rebuilt) => {
+            *rebuilding = None;
+            let acl = st.acl.install(rebuilt);
+            let bytes = st.writer.current().acl.stats().mem_bytes;
+            let next = Tables {
+                acl,
+                ..st.writer.current().clone()
+            };
+            st.writer.publish(next, bytes);
+        }
+        Err(mpsc::TryRecvError::Empty) => {}
+        Err(mpsc::TryRecvError::Disconnected) => *rebuilding = None,
+    }
+}
+
 fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
     let released: Released = Arc::default();
+    let mut rebuilding: Rebuilding = None;
     loop {
+        finish_rebuild(&mut st, &mut rebuilding);
+        maybe_rebuild(&st, &mut rebuilding);
         match rx.recv_timeout(RECLAIM_INTERVAL) {
             Ok(Request::Apply(changes, reply)) => {
                 let n = changes.len() as u64;
@@ -206,9 +253,127 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
             }
             Err(RecvTimeoutError::Timeout) => reclaim(&mut st, &released),
             Err(RecvTimeoutError::Disconnected) => {
+                if let Some(rx) = rebuilding.take() {
+                    // Let a running rebuild finish before the state goes.
+                    let _ = rx.recv();
+                }
                 reclaim(&mut st, &released);
                 return st;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use ctl::wire::{self, Change, RouteTarget};
+
+    use super::*;
+    use crate::qsbr::{self, QsbrConfig};
+    use crate::tables::PortInfo;
+
+    fn lcore() -> (ControlLcore, qsbr::Reader<Tables>) {
+        let acl = acl::ClassifierWriter::new(acl::Config::default());
+        let (counters, _) = acl::CounterSet::new(1, 1024);
+        let ports = vec![PortInfo {
+            name: "p0".into(),
+            mac: [2, 0, 0, 0, 0, 1],
+            vrf: 0,
+            addresses: Vec::new(),
+        }];
+        let mut writer = qsbr::domain(
+            Tables::empty(ports, acl.current().clone()),
+            QsbrConfig::default(),
+        );
+        let reader = writer.register_reader("test-worker");
+        let st = ControlState {
+            writer,
+            acl: acl::ClassifierWriter::new(acl::Config {
+                capacity: 1024,
+                ..acl::Config::default()
+            }),
+            counters,
+        };
+        (ControlLcore::start(st, None).expect("spawn"), reader)
+    }
+
+    fn rule(id: u32, dport: u16) -> Change {
+        Change::RuleAdd(Box::new(wire::Rule {
+            id: Some(id),
+            priority: id,
+            matches: wire::RuleMatch {
+                dport: Some(wire::PortRange {
+                    lo: dport,
+                    hi: dport,
+                }),
+                ..Default::default()
+            },
+            actions: vec![wire::Action::Drop],
+        }))
+    }
+
+    #[test]
+    fn single_rule_changes_trigger_a_background_rebuild_that_loses_nothing() {
+        let (c, mut reader) = lcore();
+        let h = c.handle();
+        for i in 1..=300u32 {
+            h.apply(vec![rule(i, 1000 + i as u16)]).expect("rule add");
+            // A worker that keeps reporting, so reclamation progresses.
+            drop(reader.snapshot());
+        }
+        // The rebuild finishes on its own thread; wait (bounded) until the
+        // published version has folded the overlay into the tree.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            drop(reader.snapshot());
+            let (_, t) = h.snapshot().unwrap();
+            if t.acl.stats().overlay_rules < 64 {
+                assert_eq!(t.acl.len(), 300);
+                for i in 1..=300u32 {
+                    let k = acl::Key {
+                        dport: 1000 + i as u16,
+                        ..acl::Key::default()
+                    };
+                    assert_eq!(t.acl.classify(&k).map(|e| e.id()), Some(i));
+                }
+                break;
+            }
+            assert!(Instant::now() < deadline, "no rebuild installed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(h);
+        drop(reader);
+        c.stop();
+    }
+
+    #[test]
+    fn a_failing_batch_publishes_nothing() {
+        let (c, mut reader) = lcore();
+        let h = c.handle();
+        let g = h.status().unwrap().generation;
+        let route = |p: &str| {
+            Change::RouteAdd(wire::Route {
+                prefix: p.parse().unwrap(),
+                table: 0,
+                target: RouteTarget::Blackhole,
+            })
+        };
+        let e = h
+            .apply(vec![route("10.0.0.0/8"), rule(1, 80), route("10.0.0.0/8")])
+            .unwrap_err();
+        assert_eq!(e.index, Some(3), "{e}");
+        assert_eq!(e.kind, wire::ErrorKind::Exists);
+        drop(reader.snapshot());
+        let (g2, t) = h.snapshot().unwrap();
+        assert_eq!(g2, g);
+        assert_eq!(t.routing.route_count(0), (0, 0));
+        assert!(t.acl.is_empty());
+        let done = h.apply(vec![route("10.0.0.0/8"), rule(1, 80)]).unwrap();
+        assert_eq!(done.generation, g + 1);
+        drop(h);
+        drop(reader);
+        c.stop();
     }
 }
