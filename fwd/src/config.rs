@@ -729,6 +729,20 @@ neighbours:
     }
 
     #[test]
+    fn shipped_example_configs_are_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).expect("deploy/examples") {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "yaml") {
+                Config::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 2, "examples found: {n}");
+    }
+
+    #[test]
     fn cidr_and_mac_parsing() {
         assert_eq!(parse_cidr("10.0.0.0/8", false).unwrap().len, 8);
         assert!(parse_cidr("10.0.0.1/8", false).is_err());
