@@ -21,8 +21,9 @@ build_release
 WORK="$(mktemp -d /tmp/fwd-run.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 "$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0"
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1"
 echo "run: config in $WORK/fwd.yaml; starting fwd (Ctrl-C to stop)"
+echo "run: from another shell: $ROOT/target/release/fwdctl stats | status | route show | watch"
 if [ -n "$DURATION" ]; then
     timeout -s INT "$DURATION" "$ROOT/target/release/fwd" "$WORK/fwd.yaml" --stats-interval 1 || true
 else

@@ -398,9 +398,16 @@ fn print_final(
             hw[i].ipackets, hw[i].opackets, hw[i].imissed
         );
     }
-    println!("  drops:");
-    for (name, v) in s.drops_by_name() {
-        if v != 0 {
+    let drops: Vec<_> = s
+        .drops_by_name()
+        .into_iter()
+        .filter(|&(_, v)| v != 0)
+        .collect();
+    if drops.is_empty() {
+        println!("  drops: none");
+    } else {
+        println!("  drops:");
+        for (name, v) in drops {
             println!("    {name:<14} {v}");
         }
     }
