@@ -122,6 +122,8 @@ pub struct LcoreCounters {
     pub tx_packets: Counter,
     /// Mirror copies that could not be made (pool empty) or sent.
     pub mirror_failed: Counter,
+    /// ARP and ICMP echo replies the appliance sent for its own addresses.
+    pub replies: Counter,
     pub drops: [Counter; DropReason::COUNT],
     pub ports: Box<[CachePadded<PortCounters>]>,
 }
@@ -154,6 +156,7 @@ impl Stats {
                         rx_packets: Counter::default(),
                         tx_packets: Counter::default(),
                         mirror_failed: Counter::default(),
+                        replies: Counter::default(),
                         drops: Default::default(),
                         ports: (0..n_ports)
                             .map(|_| CachePadded::new(PortCounters::default()))
@@ -183,6 +186,7 @@ impl Stats {
                 busy_polls: l.busy_polls.get(),
                 rx_packets: l.rx_packets.get(),
                 tx_packets: l.tx_packets.get(),
+                replies: l.replies.get(),
                 drops: 0,
             };
             for (i, d) in l.drops.iter().enumerate() {
@@ -222,6 +226,7 @@ pub struct LcoreTotals {
     pub busy_polls: u64,
     pub rx_packets: u64,
     pub tx_packets: u64,
+    pub replies: u64,
     pub drops: u64,
 }
 

@@ -26,6 +26,14 @@ pub struct PortInfo {
     pub addresses: Vec<ctl::wire::IpNet>,
 }
 
+impl PortInfo {
+    /// Whether `a` is one of this port's addresses.
+    #[inline]
+    pub fn owns(&self, a: std::net::IpAddr) -> bool {
+        self.addresses.iter().any(|n| n.addr() == a)
+    }
+}
+
 /// One published version of every table.
 #[derive(Clone)]
 pub struct Tables {

@@ -78,6 +78,10 @@ enum Verdict {
     Forward(u32),
     /// Out of this port unchanged (classifier redirect).
     Redirect(u16),
+    /// Addressed to the appliance: answered if it is a ping.
+    Local,
+    /// Turned into our answer (ARP, echo reply): back out of the ingress port.
+    Reply,
 }
 
 impl Default for Scratch {
@@ -105,6 +109,8 @@ struct Tally {
     drops: [u64; DropReason::COUNT],
     /// Mirror copies that could not be made (pool empty) or sent.
     mirror_failed: u64,
+    /// ARP and echo replies the appliance answered with.
+    replies: u64,
 }
 
 /// The worker's state while it runs.
@@ -204,7 +210,17 @@ impl Worker {
             s.verdict[i] = match pkt::parse_into(m.data(), &mut s.parsed[i]) {
                 Ok(()) => Verdict::Route,
                 Err(e) if e.is_malformed() => Verdict::Drop(DropReason::Malformed),
-                Err(_) => Verdict::Drop(DropReason::NotIp),
+                Err(_) => {
+                    let port = t.ports.get(in_port);
+                    let mac = port.map_or([0; 6], |p| p.mac);
+                    let ours =
+                        |a: u32| port.is_some_and(|p| p.owns(std::net::IpAddr::V4(a.into())));
+                    if pkt::arp_reply_in_place(m.data_mut(), mac, ours) {
+                        Verdict::Reply
+                    } else {
+                        Verdict::Drop(DropReason::NotIp)
+                    }
+                }
             };
         }
 
@@ -275,6 +291,26 @@ impl Worker {
                     tally.drops[DropReason::NoRoute as usize] += 1;
                     continue;
                 }
+                Verdict::Local | Verdict::Reply => {
+                    let replied = s.verdict[i] == Verdict::Reply || {
+                        let mac = t.port_mac(in_port).unwrap_or([0; 6]);
+                        burst.get_mut(i).is_some_and(|m| {
+                            pkt::echo_reply_in_place(m.data_mut(), &s.parsed[i], mac)
+                        })
+                    };
+                    match burst.take(i) {
+                        Some(m) if replied && in_port < self.txbufs.len() => {
+                            tally.replies += 1;
+                            if let Some(f) =
+                                self.txbufs[in_port].push(m, &mut self.setup.tx[in_port])
+                            {
+                                account_tx(counters, in_port, f);
+                            }
+                        }
+                        _ => tally.drops[DropReason::Local as usize] += 1,
+                    }
+                    continue;
+                }
                 Verdict::Redirect(port) => {
                     let out = usize::from(port);
                     match burst.take(i) {
@@ -319,6 +355,9 @@ impl Worker {
         let pc = &counters.ports[in_port];
         pc.rx_packets.add(n as u64);
         pc.rx_bytes.add(rx_bytes);
+        if tally.replies > 0 {
+            counters.replies.add(tally.replies);
+        }
         if tally.mirror_failed > 0 {
             counters.mirror_failed.add(tally.mirror_failed);
         }
@@ -469,7 +508,7 @@ fn resolved_verdict(r: Resolved) -> Verdict {
         Resolved::NoRoute => Verdict::Drop(DropReason::NoRoute),
         Resolved::Blackhole => Verdict::Drop(DropReason::Blackhole),
         Resolved::Reject => Verdict::Drop(DropReason::Reject),
-        Resolved::Local => Verdict::Drop(DropReason::Local),
+        Resolved::Local => Verdict::Local,
     }
 }
 

@@ -32,6 +32,8 @@ fn config(tag: &str, dir: &TempDir) -> String {
 workers:
   - lcore: 1
     rx: [{{port: p0}}, {{port: p1}}, {{port: p2}}]
+control:
+  socket: {sock}
 neighbours:
   - {{ip: 10.0.1.2, mac: '02:00:00:00:01:02', port: p1}}
   - {{ip: 10.0.2.2, mac: '02:00:00:00:02:02', port: p2}}
@@ -50,6 +52,7 @@ routes:
         o0 = p("out0.pcap"),
         o1 = p("out1.pcap"),
         o2 = p("out2.pcap"),
+        sock = p("fwd.sock"),
     )
 }
 
@@ -131,8 +134,10 @@ fn pcap_in_exact_pcaps_out() {
     let mut trunc = build::udp4(&spec(64), src, v4("10.1.0.5"), 1, 2, payload);
     trunc.truncate(14 + 12);
     input.push(trunc);
-    // 9. ARP: not IP.
+    // 9. ARP for the appliance's address on p0: answered out of p0.
     input.push(build::arp_request(&spec(64), src, v4("10.0.0.1")));
+    // 9b. ARP for someone else: not IP (not ours to answer).
+    input.push(build::arp_request(&spec(64), src, v4("10.0.0.99")));
     // 10. gateway without a neighbour entry: no_neighbour.
     input.push(build::udp4(&spec(64), src, v4("10.3.0.1"), 1, 2, payload));
     // 11. VLAN-tagged UDP to 10.1.2.3: forwarded with its tag.
@@ -143,7 +148,7 @@ fn pcap_in_exact_pcaps_out() {
     let mut ospec = spec(30);
     ospec.ipv4_options = vec![1, 1, 1, 1, 7, 7, 4, 0];
     input.push(build::udp4(&ospec, src, v4("10.1.9.9"), 3, 4, payload));
-    // 13. to the appliance's own address: local (no host stack on the data path).
+    // 13. ping of the appliance's own address: answered out of p0.
     input.push(build::icmp4_echo(
         &spec(64),
         src,
@@ -152,6 +157,8 @@ fn pcap_in_exact_pcaps_out() {
         1,
         payload,
     ));
+    // 13b. other traffic to the appliance: local (no host stack on the data path).
+    input.push(build::udp4(&spec(64), src, v4("10.0.0.1"), 1, 2, payload));
     // 14. bad IHL: malformed.
     let mut bad = build::udp4(&spec(64), src, v4("10.1.0.5"), 1, 2, payload);
     bad[14] = 0x43;
@@ -238,10 +245,38 @@ fn pcap_in_exact_pcaps_out() {
             payload,
         ),
     ];
+    // The answers out of p0, built independently of the code under test.
+    let mac0 = mac_of(&stats, 0);
+    let mut arp_reply = vec![];
+    arp_reply.extend_from_slice(&SENDER);
+    arp_reply.extend_from_slice(&mac0);
+    arp_reply.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 2]);
+    arp_reply.extend_from_slice(&mac0);
+    arp_reply.extend_from_slice(&[10, 0, 0, 1]);
+    arp_reply.extend_from_slice(&SENDER);
+    arp_reply.extend_from_slice(&[10, 0, 0, 10]);
+    arp_reply.resize(60, 0);
+    let mut echo_reply = build::icmp4_echo(
+        &out_spec(mac0, SENDER, 64),
+        v4("10.0.0.1"),
+        src,
+        1,
+        1,
+        payload,
+    );
+    echo_reply[34] = 0; // type: echo reply
+    echo_reply[36..38].copy_from_slice(&[0, 0]);
+    let c = fwd::pkt::csum::checksum(&echo_reply[34..14 + 20 + 8 + payload.len()]);
+    echo_reply[36..38].copy_from_slice(&c.to_be_bytes());
+
     let got0 = pcap::read(dir.path("out0.pcap")).unwrap();
     let got1 = pcap::read(dir.path("out1.pcap")).unwrap();
     let got2 = pcap::read(dir.path("out2.pcap")).unwrap();
-    assert!(got0.is_empty(), "nothing goes back out of p0: {got0:?}");
+    assert_eq!(
+        got0,
+        vec![arp_reply, echo_reply],
+        "p0 answers the appliance's own ARP and ping"
+    );
     assert_eq!(got1, want1, "p1 output differs");
     assert_eq!(got2, want2, "p2 output differs");
 
@@ -260,7 +295,8 @@ fn pcap_in_exact_pcaps_out() {
         assert_eq!(d[k].as_u64(), Some(v), "drop counter {k}: {}", text(&out));
     }
     assert_eq!(stats["rx_packets"].as_u64(), Some(input.len() as u64));
-    assert_eq!(stats["tx_packets"].as_u64(), Some(7));
+    assert_eq!(stats["tx_packets"].as_u64(), Some(9));
+    assert_eq!(stats["lcores"][0]["replies"].as_u64(), Some(2));
     assert_eq!(
         stats["ports"][0]["counters"]["rx_packets"].as_u64(),
         Some(input.len() as u64)

@@ -55,6 +55,8 @@ struct Bed {
     a: Netns,
     b: Netns,
     sock: std::path::PathBuf,
+    /// The tap interface names in namespaces a and b.
+    ifaces: (String, String),
     _dir: TempDir,
 }
 
@@ -141,6 +143,7 @@ control:
         a,
         b,
         sock,
+        ifaces: (ta, tb),
         _dir: dir,
     }
 }
@@ -307,6 +310,18 @@ fn ping_between_namespaces_through_the_appliance() {
         "ping a -> b through the appliance"
     );
     assert_eq!(pings(&bed.b, 3, "10.77.1.2"), 3, "ping b -> a");
+    // Without its static entry, b learns the appliance's MAC by ARP, and the
+    // appliance answers pings of its own address.
+    bed.b
+        .exec(&["ip", "neigh", "del", "10.77.2.1", "dev", &bed.ifaces.1])
+        .unwrap();
+    assert_eq!(
+        pings(&bed.b, 2, "10.77.2.1"),
+        2,
+        "ping the appliance itself"
+    );
+    let neigh = bed.b.exec(&["ip", "neigh", "show", "10.77.2.1"]).unwrap();
+    assert!(neigh.contains("02:00:00:77:02:01"), "ARP-learned: {neigh}");
     drop(bed.daemon);
     let stats = read_stats(&stats_path);
     // 8 echo requests and 8 replies crossed the appliance, each forwarded once.
