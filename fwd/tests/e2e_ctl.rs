@@ -260,6 +260,11 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
     assert!(got.contains("02:00:00:00:01:99"), "{got}");
 
     // Reads and status.
+    let w = ok(fwdctl(
+        &sock,
+        &["--json", "watch", "interval", "100ms", "count", "2"],
+    ));
+    assert_eq!(w.lines().filter(|l| l.contains("rx_pps")).count(), 2, "{w}");
     ok(fwdctl(&sock, &["stats"]));
     ok(fwdctl(&sock, &["port", "show"]));
     let st = ok(fwdctl(&sock, &["--json", "status"]));
