@@ -208,6 +208,18 @@ impl Worker {
             };
             rx_bytes += u64::from(m.pkt_len());
             s.verdict[i] = match pkt::parse_into(m.data(), &mut s.parsed[i]) {
+                // Neighbour solicitations (ICMPv6 type 135) for our addresses.
+                Ok(()) if s.parsed[i].proto == pkt::ipproto::ICMPV6 && s.parsed[i].sport == 135 => {
+                    let port = t.ports.get(in_port);
+                    let mac = port.map_or([0; 6], |p| p.mac);
+                    let ours =
+                        |a: u128| port.is_some_and(|p| p.owns(std::net::IpAddr::V6(a.into())));
+                    if pkt::nd_reply_in_place(m.data_mut(), &s.parsed[i], mac, ours) {
+                        Verdict::Reply
+                    } else {
+                        Verdict::Route
+                    }
+                }
                 Ok(()) => Verdict::Route,
                 Err(e) if e.is_malformed() => Verdict::Drop(DropReason::Malformed),
                 Err(_) => {

@@ -75,7 +75,7 @@ fn bed(tag: &str, extra_stats: Option<&std::path::Path>) -> Bed {
     addresses: [10.77.1.1/24]
   - name: b
     device: net_tap_b{tag}{pid},iface={tb},mac=02:00:00:77:02:01
-    addresses: [10.77.2.1/24]
+    addresses: [10.77.2.1/24, 'fd77:2::1/64']
 workers:
   - lcore: 1
     rx: [{{port: a}}, {{port: b}}]
@@ -322,6 +322,29 @@ fn ping_between_namespaces_through_the_appliance() {
     );
     let neigh = bed.b.exec(&["ip", "neigh", "show", "10.77.2.1"]).unwrap();
     assert!(neigh.contains("02:00:00:77:02:01"), "ARP-learned: {neigh}");
+    // IPv6: b resolves the appliance by neighbour discovery and pings it.
+    bed.b
+        .exec(&[
+            "ip",
+            "-6",
+            "addr",
+            "add",
+            "fd77:2::2/64",
+            "dev",
+            &bed.ifaces.1,
+            "nodad",
+        ])
+        .unwrap();
+    assert_eq!(
+        pings(&bed.b, 2, "fd77:2::1"),
+        2,
+        "ping6 the appliance itself"
+    );
+    let neigh = bed
+        .b
+        .exec(&["ip", "-6", "neigh", "show", "fd77:2::1"])
+        .unwrap();
+    assert!(neigh.contains("02:00:00:77:02:01"), "ND-learned: {neigh}");
     drop(bed.daemon);
     let stats = read_stats(&stats_path);
     // 8 echo requests and 8 replies crossed the appliance, each forwarded once.

@@ -1,5 +1,6 @@
-//! Answers the appliance gives itself on the data path: ARP replies for its
-//! own IPv4 addresses and ICMP / ICMPv6 echo replies to pings of them.
+//! Answers the appliance gives itself on the data path: ARP replies and IPv6
+//! neighbour advertisements for its own addresses, and ICMP / ICMPv6 echo
+//! replies to pings of them.
 //!
 //! Both turn the received frame into the answer in place (no allocation)
 //! and return whether they did; the worker then sends it back out of the
@@ -14,7 +15,7 @@
     clippy::panic
 )]
 
-use super::csum::incremental_update;
+use super::csum::{incremental_update, l4_checksum_v6};
 use super::parse::{ether_type, ethertype, ipproto, L3Kind, Parsed};
 
 /// Offset of the EtherType field's payload (after up to two VLAN tags).
@@ -70,6 +71,61 @@ fn set_macs(frame: &mut [u8], dst: [u8; 6], src: [u8; 6]) -> Option<()> {
     *d = dst;
     *rest.first_chunk_mut::<6>()? = src;
     Some(())
+}
+
+/// Turns an IPv6 neighbour solicitation for an address `ours` accepts into
+/// the solicited neighbour advertisement from `mac` (router and override
+/// flags set, target link-layer address option), in place. Handles the
+/// usual 32-byte solicitation (24 bytes + source link-layer option), which
+/// the advertisement exactly replaces; duplicate address detection probes
+/// (from `::`) and anything else return false, frame untouched.
+pub fn nd_reply_in_place(
+    frame: &mut [u8],
+    p: &Parsed,
+    mac: [u8; 6],
+    ours: impl Fn(u128) -> bool,
+) -> bool {
+    nd_reply(frame, p, mac, ours).is_some()
+}
+
+fn nd_reply(frame: &mut [u8], p: &Parsed, mac: [u8; 6], ours: impl Fn(u128) -> bool) -> Option<()> {
+    let (l3, l4) = (usize::from(p.l3_off), usize::from(p.l4_off));
+    if p.kind != L3Kind::V6 || p.proto != ipproto::ICMPV6 || l4 == 0 || p.is_fragment() {
+        return None;
+    }
+    // The ICMPv6 message must be exactly type 135, code 0, 32 bytes, and
+    // the packet must have come from a neighbour (hop limit 255).
+    let icmp_len = (usize::from(p.l3_len) + l3).checked_sub(l4)?;
+    let ns = frame.get(l4..)?.first_chunk::<32>()?;
+    if icmp_len != 32 || ns[0] != 135 || ns[1] != 0 || p.ttl != 255 || p.src_v6() == 0 {
+        return None;
+    }
+    let target: [u8; 16] = *ns.get(8..)?.first_chunk::<16>()?;
+    if !ours(u128::from_be_bytes(target)) {
+        return None;
+    }
+    let peer = *frame.get(6..)?.first_chunk::<6>()?;
+    let src = p.src;
+    // The advertisement: type 136, flags R|S|O, target, target link-layer option.
+    let mut na = [0u8; 32];
+    na[0] = 136;
+    na[4] = 0xe0;
+    na[8..24].copy_from_slice(&target);
+    na[24] = 2;
+    na[25] = 1;
+    na[26..32].copy_from_slice(&mac);
+    let c = l4_checksum_v6(&target, &src, ipproto::ICMPV6, &na);
+    na[2..4].copy_from_slice(&c.to_be_bytes());
+    // IPv6 header: from our target address to the solicitor, hop limit 255.
+    let ip = frame.get_mut(l3..)?.first_chunk_mut::<40>()?;
+    ip[7] = 255;
+    ip[8..24].copy_from_slice(&target);
+    ip[24..40].copy_from_slice(&src);
+    frame
+        .get_mut(l4..)?
+        .first_chunk_mut::<32>()?
+        .copy_from_slice(&na);
+    set_macs(frame, peer, mac)
 }
 
 /// Turns an ICMP echo request (IPv4) or ICMPv6 echo request addressed to
@@ -223,6 +279,55 @@ mod tests {
             0,
             "ICMPv6 checksum valid"
         );
+
+        // A neighbour solicitation for our address becomes the advertisement.
+        let ns_frame = |target: Ipv6Addr, hop: u8| {
+            let mut body = vec![135, 0, 0, 0, 0, 0, 0, 0];
+            body.extend_from_slice(&target.octets());
+            body.extend_from_slice(&[1, 1]);
+            body.extend_from_slice(&PEER);
+            let spec = FrameSpec { ttl: hop, ..spec() };
+            let mut f = build::ipv6(&spec, a6, "ff02::1:ff00:1".parse().unwrap(), 58, &body);
+            let l4 = 14 + 40;
+            let c = csum::l4_checksum_v6(
+                &a6.octets(),
+                &"ff02::1:ff00:1".parse::<Ipv6Addr>().unwrap().octets(),
+                58,
+                &f[l4..l4 + 32],
+            );
+            f[l4 + 2..l4 + 4].copy_from_slice(&c.to_be_bytes());
+            f
+        };
+        let ours6 = |x: u128| x == u128::from(b6);
+        let mut n = ns_frame(b6, 255);
+        let p = parse(&n).unwrap();
+        assert!(nd_reply_in_place(&mut n, &p, OURS, ours6));
+        let q = parse(&n).unwrap();
+        assert_eq!(
+            (q.src_v6(), q.dst_v6(), q.ttl),
+            (u128::from(b6), u128::from(a6), 255)
+        );
+        let l4 = usize::from(q.l4_off);
+        assert_eq!(n[l4], 136);
+        assert_eq!(&n[l4 + 8..l4 + 24], &b6.octets());
+        assert_eq!(&n[l4 + 24..l4 + 32], &[2, 1, 2, 0, 0, 0, 0, 0xaa]);
+        assert_eq!(
+            csum::l4_checksum_v6(&q.src, &q.dst, 58, &n[l4..l4 + 32]),
+            0,
+            "NA checksum"
+        );
+        assert_eq!(&n[..6], &PEER);
+        // Not ours, not from a neighbour (hop limit), or already answered: untouched.
+        for (mut f, why) in [
+            (ns_frame(a6, 255), "not ours"),
+            (ns_frame(b6, 64), "hop limit"),
+            (n.clone(), "an NA"),
+        ] {
+            let before = f.clone();
+            let p = parse(&f).unwrap();
+            assert!(!nd_reply_in_place(&mut f, &p, OURS, ours6), "{why}");
+            assert_eq!(f, before, "{why}");
+        }
 
         // Other traffic to us is untouched.
         let mut u = build::udp4(&spec(), a, b, 1, 2, b"x");
