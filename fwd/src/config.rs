@@ -128,6 +128,10 @@ pub struct PortConfig {
     pub rx_offloads: Vec<String>,
     #[serde(default)]
     pub tx_offloads: Vec<String>,
+    /// The routing table (VRF) packets received here are looked up in; the
+    /// port's connected and local routes go there too.
+    #[serde(default)]
+    pub table: u32,
 }
 
 fn one() -> u16 {

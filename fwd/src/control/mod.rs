@@ -272,6 +272,7 @@ mod tests {
 
     use super::*;
     use crate::qsbr::{self, QsbrConfig};
+    use crate::route;
     use crate::tables::PortInfo;
 
     fn lcore() -> (ControlLcore, qsbr::Reader<Tables>) {
@@ -346,6 +347,52 @@ mod tests {
         drop(h);
         drop(reader);
         c.stop();
+    }
+
+    #[test]
+    fn a_port_in_a_vrf_gets_its_connected_and_local_routes_there() {
+        let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
+        let ports = vec![PortInfo {
+            name: "red".into(),
+            mac: [2, 0, 0, 0, 0, 5],
+            vrf: 5,
+            addresses: Vec::new(),
+        }];
+        let base = Tables::empty(ports, acl_w.current().clone());
+        let changes = vec![
+            Change::AddressAdd(wire::Address {
+                addr: "10.5.0.1/24".parse().unwrap(),
+                dev: "red".into(),
+            }),
+            Change::NeighAdd(wire::Neigh {
+                addr: "10.5.0.2".parse().unwrap(),
+                lladdr: "02:00:00:00:05:02".parse().unwrap(),
+                dev: "red".into(),
+            }),
+        ];
+        let t = state::apply(&base, &mut acl_w, &changes)
+            .map_err(|e| e.to_string())
+            .unwrap()
+            .tables;
+        let p = |s: &str| prefix_of(s.parse().unwrap()).unwrap();
+        assert!(matches!(
+            t.routing.get(5, p("10.5.0.0/24")),
+            Some(route::Target::NextHop(_))
+        ));
+        assert_eq!(
+            t.routing.get(5, p("10.5.0.1/32")),
+            Some(route::Target::Local)
+        );
+        assert!(matches!(
+            t.routing.get(5, p("10.5.0.2/32")),
+            Some(route::Target::NextHop(_))
+        ));
+        assert_eq!(
+            t.routing.route_count(0),
+            (0, 0),
+            "nothing leaks into table 0"
+        );
+        assert_eq!(t.port_vrf(0), 5);
     }
 
     #[test]

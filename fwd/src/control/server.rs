@@ -734,25 +734,23 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
 
 /// Routes the daemon derives from addresses and neighbours (not saved).
 fn derived_route(t: &Tables, vrf: u32, p: Prefix, target: Target) -> bool {
-    if vrf != 0 {
-        return false;
-    }
     let net = super::net_of(p);
-    let on_port_net = |port: u16| {
-        t.ports
-            .get(usize::from(port))
-            .is_some_and(|pi| pi.addresses.iter().any(|a| a.network() == net))
-    };
+    let in_vrf = |port: u16| t.ports.get(usize::from(port)).filter(|pi| pi.vrf == vrf);
+    let on_port_net =
+        |port: u16| in_vrf(port).is_some_and(|pi| pi.addresses.iter().any(|a| a.network() == net));
     let own_address = t
         .ports
         .iter()
+        .filter(|pi| pi.vrf == vrf)
         .any(|pi| pi.addresses.iter().any(|a| IpNet::host(a.addr()) == net));
     match target {
         Target::Local => own_address,
         Target::NextHop(id) => match t.mgmt.auto_by_id.get(&id) {
             Some((None, port)) => on_port_net(*port),
             Some((Some(gw), port)) => {
-                IpNet::host(*gw) == net && t.mgmt.neighbours.contains_key(&(*port, *gw))
+                in_vrf(*port).is_some()
+                    && IpNet::host(*gw) == net
+                    && t.mgmt.neighbours.contains_key(&(*port, *gw))
             }
             None => false,
         },

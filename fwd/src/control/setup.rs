@@ -92,7 +92,7 @@ pub fn initial_tables(
         .map(|(i, p)| PortInfo {
             name: p.name.clone(),
             mac: macs.get(i).copied().unwrap_or([0; 6]),
-            vrf: 0,
+            vrf: p.table,
             addresses: Vec::new(),
         })
         .collect();

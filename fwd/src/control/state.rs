@@ -252,27 +252,33 @@ impl<'a> Edit<'a> {
         })
     }
 
+    /// The routing table of `port`: where its connected, local and attached
+    /// host routes live.
+    fn vrf(&self, port: u16) -> u32 {
+        self.ports().get(usize::from(port)).map_or(0, |p| p.vrf)
+    }
+
     /// Host route to an attached neighbour, unless the operator has a route
     /// of their own at that exact prefix.
     fn neighbour_host_route(&mut self, port: u16, ip: IpAddr) -> Result<(), ErrorBody> {
         if !self.connected(port, ip) {
             return Ok(());
         }
-        let host = host_prefix(ip);
-        if self.routing.current().get(0, host).is_some() {
+        let (vrf, host) = (self.vrf(port), host_prefix(ip));
+        if self.routing.current().get(vrf, host).is_some() {
             return Ok(());
         }
         let id = self.auto_nh(Some(ip), port)?;
         self.routing
-            .add(0, host, Target::NextHop(id))
+            .add(vrf, host, Target::NextHop(id))
             .map_err(|e| route_error(&e))
     }
 
     fn drop_neighbour_host_route(&mut self, port: u16, ip: IpAddr) -> Result<(), ErrorBody> {
-        let host = host_prefix(ip);
+        let (vrf, host) = (self.vrf(port), host_prefix(ip));
         if let Some(&id) = self.mgmt.auto_nh.get(&(Some(ip), port)) {
-            if self.routing.current().get(0, host) == Some(Target::NextHop(id)) {
-                self.routing.del(0, host).map_err(|e| route_error(&e))?;
+            if self.routing.current().get(vrf, host) == Some(Target::NextHop(id)) {
+                self.routing.del(vrf, host).map_err(|e| route_error(&e))?;
                 self.gc.push(id);
             }
         }
@@ -410,14 +416,15 @@ impl<'a> Edit<'a> {
                 self.ports = Some(ports);
                 let net = prefix_of(a.addr.network())?;
                 let host = host_prefix(a.addr.addr());
+                let vrf = self.vrf(port);
                 if net != host {
                     let id = self.auto_nh(None, port)?;
                     self.routing
-                        .upsert(0, net, Target::NextHop(id))
+                        .upsert(vrf, net, Target::NextHop(id))
                         .map_err(|e| route_error(&e))?;
                 }
                 self.routing
-                    .upsert(0, host, Target::Local)
+                    .upsert(vrf, host, Target::Local)
                     .map_err(|e| route_error(&e))?;
                 let attached: Vec<IpAddr> = self
                     .mgmt
@@ -456,16 +463,17 @@ impl<'a> Edit<'a> {
                 }
                 let net = prefix_of(a.addr.network())?;
                 let host = host_prefix(a.addr.addr());
+                let vrf = self.vrf(port);
                 let conn = self.mgmt.auto_nh.get(&(None, port)).copied();
                 if net != host
                     && conn.is_some()
-                    && self.routing.current().get(0, net) == conn.map(Target::NextHop)
+                    && self.routing.current().get(vrf, net) == conn.map(Target::NextHop)
                 {
-                    self.routing.del(0, net).map_err(|e| route_error(&e))?;
+                    self.routing.del(vrf, net).map_err(|e| route_error(&e))?;
                     self.gc.extend(conn);
                 }
-                if self.routing.current().get(0, host) == Some(Target::Local) {
-                    self.routing.del(0, host).map_err(|e| route_error(&e))?;
+                if self.routing.current().get(vrf, host) == Some(Target::Local) {
+                    self.routing.del(vrf, host).map_err(|e| route_error(&e))?;
                 }
             }
             Change::RuleAdd(r) | Change::RuleReplace(r) => {
