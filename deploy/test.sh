@@ -18,3 +18,6 @@ echo "test: cargo build (the end-to-end tests run the real fwd and fwdctl binari
 cargo build --workspace --bins
 echo "test: cargo test"
 cargo test --workspace --no-fail-fast 2>&1
+echo "test: loom models of publish / quiesce / reclaim"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
+    cargo test -p fwd --release --lib qsbr::loom 2>&1
