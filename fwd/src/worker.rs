@@ -137,8 +137,7 @@ impl Worker {
         let mut scratch = Scratch::default();
         let mut burst = RxBurst::default();
         let mut last_drain = rdtsc();
-        let hz = u128::from(tsc_hz().max(1));
-        let ms_cycles = (tsc_hz() / 1000).max(1);
+        let clock_base = ClockBase::new(tsc_hz());
         reader.online();
         // Relaxed: the flag carries no data; the daemon joins the lcore
         // (rte_eal_wait_lcore) before touching anything the worker used.
@@ -154,12 +153,14 @@ impl Worker {
                     continue;
                 }
                 busy += 1;
-                let now = rdtsc();
-                let clock = Clock {
-                    tick_ms: now / ms_cycles,
-                    now_ns: (u128::from(now) * 1_000_000_000 / hz) as u64,
-                };
-                self.process(tables, port, &mut burst, &mut scratch, counters, clock);
+                self.process(
+                    tables,
+                    port,
+                    &mut burst,
+                    &mut scratch,
+                    counters,
+                    &clock_base,
+                );
             }
             drop(snap);
             counters.polls.add(1);
@@ -194,7 +195,7 @@ impl Worker {
         burst: &mut RxBurst,
         s: &mut Scratch,
         counters: &LcoreCounters,
-        clock: Clock,
+        clock_base: &ClockBase,
     ) {
         let n = burst.len();
         let mut tally = Tally::default();
@@ -238,6 +239,7 @@ impl Worker {
 
         // Stage 2: classify.
         if !t.acl.is_empty() {
+            let clock = clock_base.now();
             self.classify(t, in_port, burst, s, &mut tally, counters, clock);
         }
 
@@ -403,6 +405,33 @@ fn resolve_nexthop(t: &Tables, id: u32, n_ports: usize) -> Egress {
 struct Clock {
     tick_ms: u64,
     now_ns: u64,
+}
+
+/// TSC to time without a division per burst: fixed-point multipliers.
+struct ClockBase {
+    /// Nanoseconds per cycle, scaled by 2^32.
+    ns_mult: u128,
+    /// Milliseconds per cycle, scaled by 2^32.
+    ms_mult: u128,
+}
+
+impl ClockBase {
+    fn new(hz: u64) -> ClockBase {
+        let hz = u128::from(hz.max(1));
+        ClockBase {
+            ns_mult: (1_000_000_000u128 << 32) / hz,
+            ms_mult: (1_000u128 << 32) / hz,
+        }
+    }
+
+    #[inline(always)]
+    fn now(&self) -> Clock {
+        let c = u128::from(rdtsc());
+        Clock {
+            tick_ms: ((c * self.ms_mult) >> 32) as u64,
+            now_ns: ((c * self.ns_mult) >> 32) as u64,
+        }
+    }
 }
 
 impl Worker {
