@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::acl::{self, CounterWriter, Key, RuleEntry, VLAN_NONE};
-use crate::dpdk::mbuf::{Flushed, RxBurst, TxBuffer, BURST};
+use crate::dpdk::mbuf::{Flushed, Mbuf, RxBurst, TxBuffer, BURST};
 use crate::dpdk::mempool::Mempool;
 use crate::dpdk::port::{RxQueue, TxQueue};
 use crate::dpdk::{rdtsc, tsc_hz};
@@ -312,28 +312,24 @@ impl Worker {
                             pkt::echo_reply_in_place(m.data_mut(), &s.parsed[i], mac)
                         })
                     };
-                    match burst.take(i) {
-                        Some(m) if replied && in_port < self.txbufs.len() => {
-                            tally.replies += 1;
-                            if let Some(f) =
-                                self.txbufs[in_port].push(m, &mut self.setup.tx[in_port])
-                            {
-                                account_tx(counters, in_port, f);
-                            }
-                        }
-                        _ => tally.drops[DropReason::Local as usize] += 1,
+                    let sent = replied
+                        && burst.take(i).is_some_and(|m| {
+                            enqueue(&mut self.txbufs, &mut self.setup.tx, in_port, m, counters)
+                        });
+                    if sent {
+                        tally.replies += 1;
+                    } else {
+                        tally.drops[DropReason::Local as usize] += 1;
                     }
                     continue;
                 }
                 Verdict::Redirect(port) => {
                     let out = usize::from(port);
-                    match burst.take(i) {
-                        Some(m) if out < self.txbufs.len() => {
-                            if let Some(f) = self.txbufs[out].push(m, &mut self.setup.tx[out]) {
-                                account_tx(counters, out, f);
-                            }
-                        }
-                        _ => tally.drops[DropReason::BadPort as usize] += 1,
+                    let sent = burst.take(i).is_some_and(|m| {
+                        enqueue(&mut self.txbufs, &mut self.setup.tx, out, m, counters)
+                    });
+                    if !sent {
+                        tally.drops[DropReason::BadPort as usize] += 1;
                     }
                     continue;
                 }
@@ -357,9 +353,7 @@ impl Worker {
                 drop(m);
                 continue;
             }
-            if let Some(f) = self.txbufs[out].push(m, &mut self.setup.tx[out]) {
-                account_tx(counters, out, f);
-            }
+            enqueue(&mut self.txbufs, &mut self.setup.tx, out, m, counters);
         }
         // What is left in the burst are the drops: free them so the next
         // rx_burst starts empty.
@@ -513,15 +507,11 @@ impl Worker {
                     }
                     acl::Action::Mirror { port } => {
                         let out = usize::from(port);
-                        match mbuf.deep_copy(&self.setup.pool) {
-                            Some(copy) if out < self.txbufs.len() => {
-                                if let Some(f) =
-                                    self.txbufs[out].push(copy, &mut self.setup.tx[out])
-                                {
-                                    account_tx(counters, out, f);
-                                }
-                            }
-                            _ => tally.mirror_failed += 1,
+                        let sent = mbuf.deep_copy(&self.setup.pool).is_some_and(|copy| {
+                            enqueue(&mut self.txbufs, &mut self.setup.tx, out, copy, counters)
+                        });
+                        if !sent {
+                            tally.mirror_failed += 1;
                         }
                     }
                     acl::Action::Redirect { port } => {
@@ -551,6 +541,25 @@ fn resolved_verdict(r: Resolved) -> Verdict {
         Resolved::Reject => Verdict::Drop(DropReason::Reject),
         Resolved::Local => Verdict::Local,
     }
+}
+
+/// Queues `m` on port `out`'s TX buffer (flushing it when full). False when
+/// the port does not exist; `m` is then freed.
+#[inline(always)]
+fn enqueue(
+    txbufs: &mut [TxBuffer],
+    tx: &mut [TxQueue],
+    out: usize,
+    m: Mbuf,
+    counters: &LcoreCounters,
+) -> bool {
+    let (Some(buf), Some(q)) = (txbufs.get_mut(out), tx.get_mut(out)) else {
+        return false;
+    };
+    if let Some(f) = buf.push(m, q) {
+        account_tx(counters, out, f);
+    }
+    true
 }
 
 #[inline(always)]

@@ -148,6 +148,16 @@ impl<'a> Edit<'a> {
             .ok_or_else(|| err(ErrorKind::Invalid, format!("no port named {name:?}")))
     }
 
+    /// The output port of `via GW [dev PORT]`: the named one, else the one
+    /// whose address covers the gateway.
+    fn gateway_port(&self, via: Option<IpAddr>, dev: Option<&str>) -> Result<u16, ErrorBody> {
+        match (dev, via) {
+            (Some(d), _) => self.port(d),
+            (None, Some(v)) => self.port_for_gateway(v),
+            (None, None) => Err(err(ErrorKind::Invalid, "a route needs via and/or dev")),
+        }
+    }
+
     /// The port whose address covers `gw` (for `via GW` without `dev`).
     fn port_for_gateway(&self, gw: IpAddr) -> Result<u16, ErrorBody> {
         self.ports()
@@ -204,13 +214,7 @@ impl<'a> Edit<'a> {
                         ));
                     }
                 }
-                let port = match (dev, via) {
-                    (Some(d), _) => self.port(d)?,
-                    (None, Some(v)) => self.port_for_gateway(*v)?,
-                    (None, None) => {
-                        return Err(err(ErrorKind::Invalid, "a route needs via and/or dev"))
-                    }
-                };
+                let port = self.gateway_port(*via, dev.as_deref())?;
                 Target::NextHop(self.auto_nh(*via, port)?)
             }
             RouteTarget::Nhid(id) => Target::NextHop(*id),
@@ -514,11 +518,7 @@ impl<'a> Edit<'a> {
         let _ = prefix;
         Some(match t {
             RouteTarget::Gateway { via, dev } => {
-                let port = match (dev, via) {
-                    (Some(d), _) => self.port(d).ok()?,
-                    (None, Some(v)) => self.port_for_gateway(*v).ok()?,
-                    (None, None) => return None,
-                };
+                let port = self.gateway_port(*via, dev.as_deref()).ok()?;
                 Target::NextHop(*self.mgmt.auto_nh.get(&(*via, port))?)
             }
             RouteTarget::Nhid(id) => Target::NextHop(*id),
