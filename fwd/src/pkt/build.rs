@@ -397,6 +397,40 @@ pub fn icmp6_echo(
     ipv6(spec, src, dst, ipproto::ICMPV6, &i)
 }
 
+/// Ethernet/IPv4/ICMP message of any type: `[ty, code, checksum]` then `body` (the
+/// rest of the header and the data), with a correct ICMP checksum.
+pub fn icmp4(
+    spec: &FrameSpec,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    ty: u8,
+    code: u8,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut i = vec![ty, code, 0, 0];
+    i.extend_from_slice(body);
+    let c = csum::checksum(&i);
+    put_csum(&mut i, 2, c, false);
+    ipv4(spec, src, dst, ipproto::ICMP, &i)
+}
+
+/// Ethernet/IPv6/ICMPv6 message of any type (neighbour discovery, errors...):
+/// `[ty, code, checksum]` then `body`, with a correct ICMPv6 checksum.
+pub fn icmp6(
+    spec: &FrameSpec,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    ty: u8,
+    code: u8,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut i = vec![ty, code, 0, 0];
+    i.extend_from_slice(body);
+    let c = csum::l4_checksum_v6(&src.octets(), &dst.octets(), ipproto::ICMPV6, &i);
+    put_csum(&mut i, 2, c, false);
+    ipv6(spec, src, dst, ipproto::ICMPV6, &i)
+}
+
 /// Ethernet ARP request (who-has `target_ip` tell `sender_ip`) from `spec.src_mac`.
 pub fn arp_request(spec: &FrameSpec, sender_ip: Ipv4Addr, target_ip: Ipv4Addr) -> Vec<u8> {
     let mut a = Vec::with_capacity(28);
