@@ -51,6 +51,7 @@
 //! checksums for tests and traffic generators) and [`pcap`] (classic libpcap files).
 
 mod hash;
+mod icmp_error;
 mod parse;
 mod reply;
 mod rewrite;
@@ -74,6 +75,7 @@ fn proptest_config(cases: u32) -> proptest::test_runner::Config {
 }
 
 pub use hash::{flow_hash, flow_hash_with_seed, FLOW_HASH_DEFAULT_SEED};
+pub use icmp_error::{build_error, may_send_error, IcmpError, MAX_ERROR_FRAME};
 pub use parse::{
     ether_type, ethertype, ipproto, parse, parse_into, tcp_flags, Fragment, L3Kind, ParseError,
     Parsed, MAX_IPV6_EXT_HEADERS, MAX_VLAN_TAGS,
