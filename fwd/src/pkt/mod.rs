@@ -52,6 +52,7 @@
 
 mod hash;
 mod icmp_error;
+mod neigh;
 mod parse;
 mod reply;
 mod rewrite;
@@ -76,6 +77,10 @@ fn proptest_config(cases: u32) -> proptest::test_runner::Config {
 
 pub use hash::{flow_hash, flow_hash_with_seed, FLOW_HASH_DEFAULT_SEED};
 pub use icmp_error::{build_error, may_send_error, IcmpError, MAX_ERROR_FRAME};
+pub use neigh::{
+    build_arp_request, build_ns, build_ra, link_local, multicast_mac, parse_arp, parse_nd,
+    solicited_node, NeighMsg, RaParams,
+};
 pub use parse::{
     ether_type, ethertype, ipproto, parse, parse_into, tcp_flags, Fragment, L3Kind, ParseError,
     Parsed, MAX_IPV6_EXT_HEADERS, MAX_VLAN_TAGS,
