@@ -12,6 +12,7 @@ pub mod acl;
 pub mod config;
 pub mod control;
 pub mod dpdk;
+pub mod neigh;
 pub mod pkt;
 pub mod qsbr;
 pub mod route;
