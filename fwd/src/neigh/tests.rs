@@ -1,7 +1,11 @@
-//! The state machine transition by transition, the bounds, the views and
-//! the cost of an idle tick.
+//! The state machine transition by transition, the bounds, and a property
+//! test that replays random operations against a model of what the caller
+//! sees (packets in and out, published MACs).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use proptest::prelude::*;
 
 use super::*;
 
@@ -685,4 +689,196 @@ fn a_tick_with_nothing_due_does_not_look_at_the_timers() {
         t.tick(now, &mut out);
     }
     assert_eq!(t.timer_looks(), looks + 1);
+}
+
+// ---------------------------------------------------------------------------
+// Random operations against a model of what the caller sees.
+
+#[derive(Clone, Debug)]
+enum Op {
+    Hold(Port, usize),
+    Learn(Port, usize, usize, Learn),
+    Tick(u64),
+    Static(Port, usize, Option<usize>),
+    Flush,
+    RemovePort(Port),
+}
+
+const IPS: usize = 6;
+const MACS: [[u8; 6]; 3] = [M1, M2, [0x02, 0, 0, 0, 0, 0x03]];
+
+fn ip_of(i: usize) -> IpAddr {
+    if i.is_multiple_of(2) {
+        v4(i as u32)
+    } else {
+        v6(i as u16)
+    }
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let port = 0..2u16;
+    let ip = 0..IPS;
+    let mac = 0..MACS.len();
+    let how = prop_oneof![
+        Just(Learn::Solicited),
+        Just(Learn::Unsolicited),
+        Just(Learn::Gratuitous)
+    ];
+    prop_oneof![
+        8 => (port.clone(), ip.clone()).prop_map(|(p, i)| Op::Hold(p, i)),
+        4 => (port.clone(), ip.clone(), mac.clone(), how).prop_map(|(p, i, m, h)| Op::Learn(p, i, m, h)),
+        6 => (0..700u64).prop_map(Op::Tick),
+        1 => (port.clone(), ip, prop::option::of(mac)).prop_map(|(p, i, m)| Op::Static(p, i, m)),
+        1 => Just(Op::Flush),
+        1 => port.prop_map(Op::RemovePort),
+    ]
+}
+
+/// What the caller knows: the packets it handed in and did not get back, and
+/// the MACs it published.
+#[derive(Default)]
+struct Model {
+    outstanding: BTreeSet<u32>,
+    published: BTreeMap<(Port, IpAddr), [u8; 6]>,
+}
+
+impl Model {
+    /// Carries out one call's actions, checking each against what came before.
+    fn apply(&mut self, out: Out, op: &Op) {
+        let mut resolved_now = BTreeSet::new();
+        for a in out {
+            match a {
+                Action::Probe { port, ip, unicast } => match unicast {
+                    Some(mac) => assert_eq!(self.published.get(&(port, ip)), Some(&mac)),
+                    None => assert!(!self.published.contains_key(&(port, ip))),
+                },
+                Action::Resolved { port, ip, mac } => {
+                    let old = self.published.insert((port, ip), mac);
+                    assert_ne!(old, Some(mac), "Resolved without a change");
+                    resolved_now.insert((port, ip));
+                }
+                Action::Withdrawn { port, ip } => {
+                    assert!(
+                        self.published.remove(&(port, ip)).is_some(),
+                        "Withdrawn unpublished"
+                    );
+                }
+                Action::Release {
+                    port,
+                    ip,
+                    mac,
+                    pkts,
+                } => {
+                    assert_eq!(self.published.get(&(port, ip)), Some(&mac));
+                    if !matches!(op, Op::Hold(..)) {
+                        assert!(
+                            resolved_now.contains(&(port, ip)),
+                            "Release before its Resolved"
+                        );
+                    }
+                    assert!(!pkts.is_empty());
+                    self.back(pkts);
+                }
+                Action::Unreachable { port, ip, pkts } => {
+                    assert!(!self.published.contains_key(&(port, ip)));
+                    assert!(!pkts.is_empty());
+                    self.back(pkts);
+                }
+                Action::Drop(p) => self.back([p]),
+            }
+        }
+    }
+
+    fn back(&mut self, pkts: impl IntoIterator<Item = u32>) {
+        for p in pkts {
+            assert!(
+                self.outstanding.remove(&p),
+                "packet {p} came back twice or was never in"
+            );
+        }
+    }
+
+    fn check(&self, t: &NeighTable<u32>, now: u64, cfg: &NeighConfig) {
+        let views = t.entries(now);
+        assert_eq!(self.outstanding.len(), t.held(), "packets in != out + held");
+        assert_eq!(views.iter().map(|v| v.held).sum::<usize>(), t.held());
+        assert!(t.held() <= cfg.max_held);
+        let learned = views.iter().filter(|v| v.state != State::Permanent).count();
+        assert!(learned <= cfg.max_entries);
+        let mut published = BTreeMap::new();
+        for v in &views {
+            assert!(v.held <= cfg.queue_len);
+            assert!(v.held == 0 || v.state == State::Incomplete);
+            let usable = matches!(
+                v.state,
+                State::Reachable | State::Stale | State::Probe | State::Permanent
+            );
+            assert_eq!(usable, v.mac.is_some(), "{v:?}");
+            if let Some(mac) = v.mac {
+                published.insert((v.port, v.ip), mac);
+            }
+        }
+        assert_eq!(
+            published, self.published,
+            "publications do not replay to the table"
+        );
+    }
+}
+
+fn run_ops(ops: Vec<Op>) {
+    let cfg = NeighConfig {
+        reachable_ms: 1_000,
+        delay_ms: 300,
+        retrans_ms: 100,
+        mcast_probes: 2,
+        ucast_probes: 2,
+        failed_hold_ms: 250,
+        gc_ms: 2_000,
+        queue_len: 2,
+        max_held: 5,
+        max_entries: 4,
+    };
+    let mut t = NeighTable::new(cfg.clone());
+    let mut m = Model::default();
+    let mut now = 0;
+    let mut next_pkt = 0;
+    for op in &ops {
+        let mut out = Vec::new();
+        match *op {
+            Op::Hold(port, i) => {
+                m.outstanding.insert(next_pkt);
+                t.hold(now, port, ip_of(i), next_pkt, &mut out);
+                next_pkt += 1;
+            }
+            Op::Learn(port, i, mac, how) => t.learn(now, port, ip_of(i), MACS[mac], how, &mut out),
+            Op::Tick(dt) => {
+                now += dt;
+                t.tick(now, &mut out);
+            }
+            Op::Static(port, i, mac) => {
+                t.set_static(port, ip_of(i), mac.map(|j| MACS[j]), &mut out)
+            }
+            Op::Flush => t.flush(&mut out),
+            Op::RemovePort(port) => t.remove_port(port, &mut out),
+        }
+        m.apply(out, op);
+        m.check(&t, now, &cfg);
+    }
+    // Everything comes back, and everything published is withdrawn.
+    let mut out = Vec::new();
+    t.flush(&mut out);
+    for v in t.entries(now) {
+        t.set_static(v.port, v.ip, None, &mut out);
+    }
+    m.apply(out, &Op::Flush);
+    assert!(m.outstanding.is_empty() && m.published.is_empty() && t.is_empty());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_packet_comes_back_once_and_publications_replay(ops in prop::collection::vec(op(), 1..120)) {
+        run_ops(ops);
+    }
 }
