@@ -2,7 +2,7 @@
 # The main job: set up what is missing, build, and run the appliance on DPDK
 # virtual ports with real traffic flowing through it.
 #
-#   sudo deploy/run.sh [SECONDS]
+#   deploy/run.sh [SECONDS]
 #
 # 4096 UDP flows (64-byte frames) to 1000 destinations are generated into a
 # pcap that net_pcap replays endlessly into port `in`; 1000 static /24 routes

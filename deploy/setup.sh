@@ -20,13 +20,15 @@ done
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || die "run as root (sudo $0): it installs packages"
+[ "$(id -u)" = 0 ] || die "run as root: it installs packages"
 
 # Build: DPDK headers/libs (>= 22.11) and bindgen's libclang. Run: the DPDK
 # runtime with its PMDs (net_pcap, net_null, net_tap, net_ring). Tests:
-# iproute2 (namespaces), ping, tcpdump-free pcap handling is our own code.
+# iproute2 (namespaces), the tools hosts debug a router with (ping,
+# traceroute/traceroute6, tracepath), python3 (a UDP sender in a namespace);
+# pcap handling is our own code.
 PACKAGES=(dpdk dpdk-dev libdpdk-dev clang libclang-dev pkg-config gcc libc6-dev
-          iproute2 iputils-ping procps kmod)
+          iproute2 iputils-ping iputils-tracepath traceroute python3 procps kmod)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

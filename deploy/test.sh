@@ -3,7 +3,7 @@
 # end-to-end tests with the real daemon on pcap and tap ports in network
 # namespaces, formatting and lint gates.
 #
-#   sudo deploy/test.sh
+#   deploy/test.sh
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 need_root

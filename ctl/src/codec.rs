@@ -342,6 +342,7 @@ mod tests {
         let changes: Vec<Change> = (0..3u8)
             .map(|i| {
                 Change::RouteAdd(Route {
+                    linkdown: false,
                     prefix: format!("10.{i}.0.0/16").parse().unwrap(),
                     table: u32::from(i),
                     target: RouteTarget::Blackhole,

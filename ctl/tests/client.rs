@@ -89,6 +89,7 @@ fn hello_call_stream_and_errors() {
     );
     let route = |dev: &str| {
         Change::RouteAdd(Route {
+            linkdown: false,
             prefix: "10.0.0.0/8".parse().unwrap(),
             table: 0,
             target: RouteTarget::Gateway {

@@ -7,7 +7,7 @@
 #   - 100k `rule add` lines in one batch; `tc -b` with 100k u32 filters.
 # Results go to bench-results/ctl.md.
 #
-#   sudo deploy/bench/ctl.sh
+#   deploy/bench/ctl.sh
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -104,7 +104,7 @@ ratio=$(awk -v a="$t_busy" -v b="$t_alone" 'BEGIN { printf "%.2f", a / b }')
 {
     echo "# Control plane: full-view route batch and 100k-rule batch through fwdctl"
     echo
-    echo "- command: \`sudo deploy/bench/ctl.sh\`"
+    echo "- command: \`deploy/bench/ctl.sh\`"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk); kernel $(uname -r)"
     echo "- data: $NROUTES IPv4 prefixes (shared/data/routing), each \`via 10.0.1.2 dev p1\`"

@@ -5,7 +5,7 @@
 # sink, one worker lcore on its own CPU. Rates are read twice, 10 s apart,
 # after a warm-up. Results go to bench-results/throughput.md.
 #
-#   sudo deploy/bench/throughput.sh [ROUTES]     (default 1000 routes)
+#   deploy/bench/throughput.sh [ROUTES]     (default 1000 routes)
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -51,7 +51,7 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
 {
     echo "# Throughput: plain IPv4 forwarding, one worker lcore"
     echo
-    echo "- command: \`sudo deploy/bench/throughput.sh $ROUTES\`"
+    echo "- command: \`deploy/bench/throughput.sh $ROUTES\`"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
     echo "- recipe: 512 x 2 MiB hugepages, net_pcap infinite replay of 4096 64-byte UDP flows"

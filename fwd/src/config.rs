@@ -50,6 +50,118 @@ pub struct Config {
     pub routes: Vec<RouteConfig>,
     #[serde(default)]
     pub neighbours: Vec<NeighbourConfig>,
+    /// ICMP errors the data path sends.
+    #[serde(default)]
+    pub icmp: IcmpConfig,
+    /// Neighbour resolution (ARP and IPv6 neighbour discovery).
+    #[serde(default)]
+    pub neigh: NeighConfigYaml,
+}
+
+/// ICMP / ICMPv6 errors: a token bucket per worker (Linux's defaults:
+/// `icmp_msgs_per_sec` 1000, `icmp_msgs_burst` 50).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IcmpConfig {
+    /// Errors per second per worker; 0 sends none.
+    pub rate: u32,
+    pub burst: u32,
+    /// What `reject` routes answer: `net-unreachable`, `host-unreachable`
+    /// (the default, as Linux's `unreachable` routes), `port-unreachable`
+    /// or `admin-prohibited` (Linux's `prohibit`).
+    pub reject: RejectCode,
+}
+
+impl Default for IcmpConfig {
+    fn default() -> Self {
+        IcmpConfig {
+            rate: 1000,
+            burst: 50,
+            reject: RejectCode::HostUnreachable,
+        }
+    }
+}
+
+/// The ICMP destination-unreachable code of `reject` routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectCode {
+    NetUnreachable,
+    HostUnreachable,
+    PortUnreachable,
+    AdminProhibited,
+}
+
+impl RejectCode {
+    pub fn error(self) -> crate::pkt::IcmpError {
+        use crate::pkt::IcmpError as E;
+        match self {
+            RejectCode::NetUnreachable => E::NetUnreachable,
+            RejectCode::HostUnreachable => E::HostUnreachable,
+            RejectCode::PortUnreachable => E::PortUnreachable,
+            RejectCode::AdminProhibited => E::AdminProhibited,
+        }
+    }
+}
+
+/// Neighbour resolution, with Linux's names and defaults where they exist.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NeighConfigYaml {
+    /// A confirmed entry is REACHABLE this long, then STALE (still used).
+    pub reachable_ms: u64,
+    /// STALE entries get their first unicast probe after this long.
+    pub delay_ms: u64,
+    /// Between probes.
+    pub retrans_ms: u64,
+    /// Broadcast / multicast probes before an unresolved entry FAILS.
+    pub mcast_probes: u32,
+    /// Unicast probes before a known entry FAILS.
+    pub ucast_probes: u32,
+    /// A FAILED entry drops new packets this long before trying again.
+    pub failed_hold_ms: u64,
+    /// FAILED entries are forgotten after this long.
+    pub gc_ms: u64,
+    /// Packets held per unresolved neighbour (Linux `unres_qlen`).
+    pub queue_len: usize,
+    /// Packets held over all neighbours.
+    pub max_held: usize,
+    /// Learned and unresolved entries at most.
+    pub max_entries: usize,
+}
+
+impl Default for NeighConfigYaml {
+    fn default() -> Self {
+        NeighConfigYaml {
+            reachable_ms: 30_000,
+            delay_ms: 5_000,
+            retrans_ms: 1_000,
+            mcast_probes: 3,
+            ucast_probes: 3,
+            failed_hold_ms: 3_000,
+            gc_ms: 60_000,
+            queue_len: 3,
+            max_held: 256,
+            max_entries: 4096,
+        }
+    }
+}
+
+impl NeighConfigYaml {
+    pub fn table_config(&self) -> crate::neigh::NeighConfig {
+        crate::neigh::NeighConfig {
+            reachable_ms: self.reachable_ms,
+            delay_ms: self.delay_ms,
+            retrans_ms: self.retrans_ms,
+            mcast_probes: self.mcast_probes,
+            ucast_probes: self.ucast_probes,
+            failed_hold_ms: self.failed_hold_ms,
+            gc_ms: self.gc_ms,
+            queue_len: self.queue_len,
+            max_held: self.max_held,
+            max_entries: self.max_entries,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -132,6 +244,36 @@ pub struct PortConfig {
     /// port's connected and local routes go there too.
     #[serde(default)]
     pub table: u32,
+    /// IPv6 router advertisements on this port (off when absent).
+    #[serde(default)]
+    pub ra: Option<RaConfig>,
+}
+
+/// Router advertisements of one port (RFC 4861 6.2): sent every
+/// `interval_s` to all nodes and in answer to router solicitations.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RaConfig {
+    /// Prefixes for autoconfiguration (`2001:db8:1::/64`); empty: the
+    /// port's own IPv6 prefixes.
+    pub prefixes: Vec<String>,
+    /// Seconds between unsolicited advertisements.
+    pub interval_s: u32,
+    /// Router lifetime in seconds (0: not a default router).
+    pub lifetime_s: u16,
+    /// Advertise the port's MTU.
+    pub mtu: bool,
+}
+
+impl Default for RaConfig {
+    fn default() -> Self {
+        RaConfig {
+            prefixes: Vec::new(),
+            interval_s: 200,
+            lifetime_s: 1800,
+            mtu: true,
+        }
+    }
 }
 
 fn one() -> u16 {
@@ -348,6 +490,17 @@ impl PortConfig {
         self.device.split(',').next().unwrap_or("")
     }
 
+    /// The kernel interface of a `net_tap` port (its `iface=` devarg).
+    pub fn tap_iface(&self) -> Option<&str> {
+        if !self.dev_name().starts_with("net_tap") {
+            return None;
+        }
+        self.device
+            .split(',')
+            .skip(1)
+            .find_map(|kv| kv.strip_prefix("iface="))
+    }
+
     pub fn attach(&self) -> Attach {
         if is_pci_address(self.dev_name()) {
             Attach::Pci
@@ -474,6 +627,51 @@ impl Config {
                 parse_cidr(a, true)
                     .map_err(|e| invalid(format!("ports[{i}].addresses[{j}]"), e))?;
             }
+            if let Some(ra) = &p.ra {
+                if !(4..=1800).contains(&ra.interval_s) {
+                    return Err(invalid(f("ra.interval_s"), "must be 4..=1800 (RFC 4861)"));
+                }
+                for (j, pfx) in ra.prefixes.iter().enumerate() {
+                    let ok = pfx
+                        .parse::<ctl::wire::IpNet>()
+                        .ok()
+                        .filter(|n| n.addr().is_ipv6() && n.is_network());
+                    if ok.is_none() {
+                        return Err(invalid(
+                            format!("ports[{i}].ra.prefixes[{j}]"),
+                            format!("{pfx:?} is not an IPv6 prefix with host bits clear"),
+                        ));
+                    }
+                }
+            }
+        }
+        let n = &self.neigh;
+        for (k, v) in [
+            ("reachable_ms", n.reachable_ms),
+            ("delay_ms", n.delay_ms),
+            ("retrans_ms", n.retrans_ms),
+        ] {
+            if !(10..=3_600_000).contains(&v) {
+                return Err(invalid(format!("neigh.{k}"), "must be 10..=3600000"));
+            }
+        }
+        if n.mcast_probes == 0 || n.mcast_probes > 100 || n.ucast_probes > 100 {
+            return Err(invalid(
+                "neigh.mcast_probes",
+                "mcast_probes must be 1..=100 and ucast_probes 0..=100",
+            ));
+        }
+        if n.queue_len > 1024 || n.max_held > 1 << 16 || n.max_entries == 0 {
+            return Err(invalid(
+                "neigh.queue_len",
+                "queue_len must be <= 1024, max_held <= 65536, max_entries > 0",
+            ));
+        }
+        if n.max_held >= self.mempool.mbufs as usize / 2 {
+            return Err(invalid(
+                "neigh.max_held",
+                "must be below half of mempool.mbufs (held packets would starve the pool)",
+            ));
         }
         let mut polled: HashMap<(usize, u16), usize> = HashMap::new();
         let mut lcores = HashSet::new();

@@ -14,6 +14,7 @@ pub mod control;
 pub mod dpdk;
 pub mod neigh;
 pub mod pkt;
+pub mod punt;
 pub mod qsbr;
 pub mod route;
 pub mod stats;

@@ -183,6 +183,17 @@ fn run() -> Result<()> {
     let stats = Arc::new(Stats::new(&lcores, ports.len()));
     let stop = Arc::new(AtomicBool::new(false));
     let drain_cycles = dpdk::tsc_hz() / 1_000_000 * cfg.datapath.drain_us;
+    let channels: Vec<Arc<fwd::punt::Channel>> = cfg
+        .workers
+        .iter()
+        .map(|_| Arc::new(fwd::punt::Channel::new(1024, 1024)))
+        .collect();
+    let icmp = fwd::worker::IcmpSettings {
+        rate: cfg.icmp.rate,
+        burst: cfg.icmp.burst,
+        reject: cfg.icmp.reject.error(),
+    };
+    let events = fwd::control::link::EventLog::new();
 
     let mut jobs = Vec::new();
     // Declared after `jobs`, so dropped before it on every early return:
@@ -211,6 +222,8 @@ fn run() -> Result<()> {
             drain_cycles,
             rule_counters: rule_counter_writers.remove(0),
             pool: Arc::clone(&pool),
+            channel: Arc::clone(&channels[wi]),
+            icmp,
         };
         let worker = Worker::new(setup, Arc::clone(&stats));
         let reader = writer.register_reader(&format!("worker{wi}@lcore{}", w.lcore));
@@ -224,6 +237,24 @@ fn run() -> Result<()> {
             writer,
             acl: acl_writer,
             counters: Arc::clone(&rule_counter_set),
+            neigh: Some(fwd::control::neigh::NeighDriver::new(
+                cfg.neigh.table_config(),
+                channels.clone(),
+                Arc::clone(&pool),
+                fwd::control::ra::Advertiser::new(ra_settings(&cfg)),
+            )),
+            links: Some(fwd::control::link::LinkMonitor::new(
+                cfg.ports
+                    .iter()
+                    .zip(&ports)
+                    .map(|(c, p)| fwd::control::link::LinkSource {
+                        dpdk_id: p.id(),
+                        tap_iface: c.tap_iface().map(str::to_string),
+                    })
+                    .collect(),
+                Box::new(|s| port::carrier(s.dpdk_id, s.tap_iface.as_deref())),
+            )),
+            events: Arc::clone(&events),
         },
         cfg.control.cpu,
     )?;
@@ -257,6 +288,7 @@ fn run() -> Result<()> {
                 .collect(),
             started: Instant::now(),
             version: format!("fwd {}", env!("CARGO_PKG_VERSION")),
+            events: Arc::clone(&events),
             tick_ms: Box::new(move || dpdk::rdtsc() / tsc_ms),
         },
     )
@@ -326,7 +358,10 @@ fn run() -> Result<()> {
         let json = fwd::stats::final_json(&final_stats, &names, &macs, &hw);
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
     }
+    // Held packets and frames still queued between the sides go back to
+    // the pool with the neighbour table and the channels.
     drop(state);
+    drop(channels);
     let in_use = pool.in_use();
     if in_use != 0 {
         eprintln!("fwd: warning: {in_use} mbufs still in use at exit");
@@ -411,4 +446,28 @@ fn print_final(
             println!("    {name:<14} {v}");
         }
     }
+}
+
+/// Router-advertisement settings by port index (prefixes validated by
+/// `Config::validate`).
+fn ra_settings(cfg: &Config) -> Vec<Option<fwd::control::ra::RaSettings>> {
+    cfg.ports
+        .iter()
+        .map(|p| {
+            p.ra.as_ref().map(|ra| fwd::control::ra::RaSettings {
+                prefixes: ra
+                    .prefixes
+                    .iter()
+                    .filter_map(|s| s.parse::<ctl::wire::IpNet>().ok())
+                    .filter_map(|n| match n.addr() {
+                        std::net::IpAddr::V6(a) => Some((a, n.prefix_len())),
+                        std::net::IpAddr::V4(_) => None,
+                    })
+                    .collect(),
+                interval_ms: u64::from(ra.interval_s) * 1000,
+                lifetime_s: ra.lifetime_s,
+                mtu: ra.mtu,
+            })
+        })
+        .collect()
 }

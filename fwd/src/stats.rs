@@ -35,16 +35,28 @@ pub enum DropReason {
     Policed,
     /// A blackhole route matched.
     Blackhole,
-    /// A reject route matched (ICMP unreachable not generated yet).
+    /// A reject route matched (answered with the configured ICMP
+    /// unreachable, rate permitting).
     Reject,
-    /// Addressed to the appliance itself (no local stack on the data path).
+    /// Addressed to the appliance itself and not answered on the data
+    /// path, or multicast / broadcast (not routed).
     Local,
     /// The output port is not usable by this worker.
     BadPort,
+    /// Larger than the output port's MTU and not fragmentable (IPv4 with
+    /// DF, IPv6): answered with "fragmentation needed" / "packet too big".
+    MtuExceeded,
+    /// The input or output port is down (admin or carrier).
+    LinkDown,
+    /// IPv4 header checksum wrong (RFC 1812 5.2.2).
+    BadChecksum,
+    /// A multi-segment frame (the data path reads headers from the first
+    /// segment only; jumbo frames need a larger `mempool.data_room`).
+    MultiSegment,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 16] = [
         DropReason::Malformed,
         DropReason::NotIp,
         DropReason::NoRoute,
@@ -57,6 +69,10 @@ impl DropReason {
         DropReason::Reject,
         DropReason::Local,
         DropReason::BadPort,
+        DropReason::MtuExceeded,
+        DropReason::LinkDown,
+        DropReason::BadChecksum,
+        DropReason::MultiSegment,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -74,6 +90,64 @@ impl DropReason {
             DropReason::Reject => "reject",
             DropReason::Local => "local",
             DropReason::BadPort => "bad_port",
+            DropReason::MtuExceeded => "mtu_exceeded",
+            DropReason::LinkDown => "link_down",
+            DropReason::BadChecksum => "bad_checksum",
+            DropReason::MultiSegment => "multi_segment",
+        }
+    }
+}
+
+/// What the data path did besides forwarding, counted per lcore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Event {
+    /// ARP replies, neighbour advertisements and echo replies sent.
+    Replies,
+    /// ICMP / ICMPv6 errors sent.
+    IcmpErrors,
+    /// ICMP errors not sent: over the rate limit or no mbuf.
+    IcmpSuppressed,
+    /// Packets handed to the control side to wait for their neighbour.
+    Held,
+    /// ARP / neighbour discovery messages handed to the control side.
+    NeighMessages,
+    /// Router solicitations on a port that sends no advertisements.
+    RsIgnored,
+    /// IPv4 fragments sent (of packets larger than the output MTU).
+    Fragments,
+    /// Packets the control side asked this worker to send (probes, held
+    /// packets, router advertisements).
+    Injected,
+    /// Mirror copies that could not be made (pool empty) or sent.
+    MirrorFailed,
+}
+
+impl Event {
+    pub const ALL: [Event; 9] = [
+        Event::Replies,
+        Event::IcmpErrors,
+        Event::IcmpSuppressed,
+        Event::Held,
+        Event::NeighMessages,
+        Event::RsIgnored,
+        Event::Fragments,
+        Event::Injected,
+        Event::MirrorFailed,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Replies => "replies",
+            Event::IcmpErrors => "icmp_errors",
+            Event::IcmpSuppressed => "icmp_suppressed",
+            Event::Held => "held",
+            Event::NeighMessages => "neigh_messages",
+            Event::RsIgnored => "rs_ignored",
+            Event::Fragments => "fragments",
+            Event::Injected => "injected",
+            Event::MirrorFailed => "mirror_failed",
         }
     }
 }
@@ -120,11 +194,8 @@ pub struct LcoreCounters {
     pub busy_polls: Counter,
     pub rx_packets: Counter,
     pub tx_packets: Counter,
-    /// Mirror copies that could not be made (pool empty) or sent.
-    pub mirror_failed: Counter,
-    /// ARP and ICMP echo replies the appliance sent for its own addresses.
-    pub replies: Counter,
     pub drops: [Counter; DropReason::COUNT],
+    pub events: [Counter; Event::COUNT],
     pub ports: Box<[CachePadded<PortCounters>]>,
 }
 
@@ -132,6 +203,11 @@ impl LcoreCounters {
     #[inline(always)]
     pub fn drop_n(&self, r: DropReason, n: u64) {
         self.drops[r as usize].add(n);
+    }
+
+    #[inline(always)]
+    pub fn event_n(&self, e: Event, n: u64) {
+        self.events[e as usize].add(n);
     }
 }
 
@@ -155,9 +231,8 @@ impl Stats {
                         busy_polls: Counter::default(),
                         rx_packets: Counter::default(),
                         tx_packets: Counter::default(),
-                        mirror_failed: Counter::default(),
-                        replies: Counter::default(),
                         drops: Default::default(),
+                        events: Default::default(),
                         ports: (0..n_ports)
                             .map(|_| CachePadded::new(PortCounters::default()))
                             .collect(),
@@ -186,13 +261,16 @@ impl Stats {
                 busy_polls: l.busy_polls.get(),
                 rx_packets: l.rx_packets.get(),
                 tx_packets: l.tx_packets.get(),
-                replies: l.replies.get(),
+                replies: l.events[Event::Replies as usize].get(),
                 drops: 0,
             };
             for (i, d) in l.drops.iter().enumerate() {
                 let v = d.get();
                 s.drops[i] += v;
                 ls.drops += v;
+            }
+            for (i, e) in l.events.iter().enumerate() {
+                s.events[i] += e.get();
             }
             for (p, pc) in l.ports.iter().enumerate() {
                 let t = &mut s.ports[p];
@@ -236,6 +314,7 @@ pub struct StatsSnapshot {
     pub rx_packets: u64,
     pub tx_packets: u64,
     pub drops: [u64; DropReason::COUNT],
+    pub events: [u64; Event::COUNT],
     pub ports: Vec<PortTotals>,
     pub lcores: Vec<LcoreTotals>,
 }
@@ -243,6 +322,18 @@ pub struct StatsSnapshot {
 impl StatsSnapshot {
     pub fn dropped(&self, r: DropReason) -> u64 {
         self.drops[r as usize]
+    }
+
+    pub fn counted(&self, e: Event) -> u64 {
+        self.events[e as usize]
+    }
+
+    /// Event counters by name, in a stable order.
+    pub fn events_by_name(&self) -> Vec<(&'static str, u64)> {
+        Event::ALL
+            .iter()
+            .map(|&e| (e.name(), self.counted(e)))
+            .collect()
     }
 
     /// Drop counters by name, in a stable order.
@@ -279,10 +370,16 @@ pub fn final_json(
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.into()))
         .collect();
+    let events: serde_json::Map<String, serde_json::Value> = s
+        .events_by_name()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.into()))
+        .collect();
     serde_json::json!({
         "rx_packets": s.rx_packets,
         "tx_packets": s.tx_packets,
         "drops": drops,
+        "events": events,
         "ports": ports,
         "lcores": s.lcores,
     })
@@ -317,6 +414,9 @@ mod tests {
         assert_eq!(DropReason::ALL.len(), DropReason::COUNT);
         for (i, r) in DropReason::ALL.iter().enumerate() {
             assert_eq!(*r as usize, i);
+        }
+        for (i, e) in Event::ALL.iter().enumerate() {
+            assert_eq!(*e as usize, i);
         }
     }
 

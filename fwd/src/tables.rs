@@ -24,13 +24,79 @@ pub struct PortInfo {
     pub vrf: Vrf,
     /// Interface addresses (host bits set: `10.0.1.1/24`).
     pub addresses: Vec<ctl::wire::IpNet>,
+    /// Largest IP packet it sends (the L3 MTU, as `ip link` shows it).
+    pub mtu: u16,
+    /// Its IPv6 link-local address (fe80::/64 + modified EUI-64 of `mac`),
+    /// answered like the configured addresses; never routed.
+    pub link_local: u128,
+    /// Administrative state (`fwdctl port set NAME up|down`).
+    pub admin_up: bool,
+    /// Carrier as last read from the driver (true when it cannot be read).
+    pub carrier: bool,
+    /// Sends IPv6 router advertisements (and answers solicitations).
+    pub ra: bool,
 }
 
 impl PortInfo {
-    /// Whether `a` is one of this port's addresses.
+    /// A port that is up, with the default MTU and no addresses.
+    pub fn new(name: impl Into<String>, mac: [u8; 6], vrf: Vrf) -> PortInfo {
+        PortInfo {
+            name: name.into(),
+            mac,
+            vrf,
+            addresses: Vec::new(),
+            mtu: 1500,
+            link_local: u128::from(crate::pkt::link_local(mac)),
+            admin_up: true,
+            carrier: true,
+            ra: false,
+        }
+    }
+
+    /// Whether `a` is one of this port's addresses (its link-local one
+    /// included).
     #[inline]
     pub fn owns(&self, a: std::net::IpAddr) -> bool {
-        self.addresses.iter().any(|n| n.addr() == a)
+        match a {
+            std::net::IpAddr::V6(v6) if u128::from(v6) == self.link_local => true,
+            _ => self.addresses.iter().any(|n| n.addr() == a),
+        }
+    }
+
+    /// Usable for forwarding: administratively up with carrier.
+    #[inline(always)]
+    pub fn is_up(&self) -> bool {
+        self.admin_up && self.carrier
+    }
+
+    /// The address to source our own IPv4 packets about `peer` from: the
+    /// one whose subnet covers `peer`, else the first IPv4 address.
+    pub fn source_v4(&self, peer: std::net::Ipv4Addr) -> Option<std::net::Ipv4Addr> {
+        let v4 = |n: &&ctl::wire::IpNet| match n.addr() {
+            std::net::IpAddr::V4(a) => Some(a),
+            std::net::IpAddr::V6(_) => None,
+        };
+        let all = || self.addresses.iter().filter(|n| v4(n).is_some());
+        all()
+            .find(|n| n.contains(std::net::IpAddr::V4(peer)))
+            .or_else(|| all().next())
+            .and_then(|n| v4(&n))
+    }
+
+    /// The address to source our own IPv6 packets about `peer` from: a
+    /// global one covering `peer`, else the first global one, else the
+    /// link-local address.
+    pub fn source_v6(&self, peer: std::net::Ipv6Addr) -> std::net::Ipv6Addr {
+        let v6 = |n: &ctl::wire::IpNet| match n.addr() {
+            std::net::IpAddr::V6(a) => Some(a),
+            std::net::IpAddr::V4(_) => None,
+        };
+        let all = || self.addresses.iter().filter(|n| v6(n).is_some());
+        all()
+            .find(|n| n.contains(std::net::IpAddr::V6(peer)))
+            .or_else(|| all().next())
+            .and_then(v6)
+            .unwrap_or_else(|| self.link_local.into())
     }
 }
 
@@ -50,6 +116,12 @@ impl Tables {
     #[inline(always)]
     pub fn port_vrf(&self, i: usize) -> Vrf {
         self.ports.get(i).map_or(0, |p| p.vrf)
+    }
+
+    /// Port `i`.
+    #[inline(always)]
+    pub fn port(&self, i: usize) -> Option<&PortInfo> {
+        self.ports.get(i)
     }
 
     /// The MAC of port `i`, `None` for an unknown port.

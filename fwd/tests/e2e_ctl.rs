@@ -162,6 +162,7 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
         let many: Vec<ctl::wire::Change> = (0..5000)
             .map(|i| {
                 ctl::wire::Change::RouteAdd(ctl::wire::Route {
+                    linkdown: false,
                     prefix: format!("10.{}.{}.0/24", 100 + i / 256, i % 256)
                         .parse()
                         .unwrap(),

@@ -9,44 +9,8 @@ mod common;
 
 use std::process::Command;
 
+use common::netns::*;
 use common::*;
-
-fn sh(cmd: &[&str]) -> Result<String, String> {
-    let o = Command::new(cmd[0])
-        .args(&cmd[1..])
-        .output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
-    if o.status.success() {
-        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{cmd:?}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ))
-    }
-}
-
-struct Netns(String);
-
-impl Netns {
-    fn new(name: String) -> Netns {
-        let _ = sh(&["ip", "netns", "del", &name]);
-        sh(&["ip", "netns", "add", &name]).expect("ip netns add");
-        Netns(name)
-    }
-    fn exec(&self, cmd: &[&str]) -> Result<String, String> {
-        let mut full = vec!["ip", "netns", "exec", &self.0];
-        full.extend_from_slice(cmd);
-        sh(&full)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = sh(&["ip", "netns", "del", &self.0]);
-    }
-}
 
 /// Two namespaces on two tap ports of a running daemon, addressed and
 /// pointed at the appliance; returns them with the daemon.
@@ -148,33 +112,6 @@ control:
     }
 }
 
-/// Replies received out of `n` pings (each waits up to 2 s for its reply).
-fn pings(ns: &Netns, n: u32, dst: &str) -> u32 {
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns.0,
-            "ping",
-            "-c",
-            &n.to_string(),
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            dst,
-        ])
-        .output()
-        .expect("run ping");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| {
-            let (_, rest) = l.split_once(" packets transmitted, ")?;
-            rest.split_whitespace().next()?.parse().ok()
-        })
-        .unwrap_or(0)
-}
-
 /// Packets the daemon sent out of `port`.
 fn port_tx(sock: &std::path::Path, port: &str) -> u64 {
     let o = Command::new(fwdctl_bin())
@@ -188,16 +125,6 @@ fn port_tx(sock: &std::path::Path, port: &str) -> u64 {
     v["port_stats"][0]["tx_packets"]
         .as_u64()
         .unwrap_or_else(|| panic!("tx_packets in {v}"))
-}
-
-fn fwdctl(sock: &std::path::Path, args: &[&str]) {
-    let o = Command::new(fwdctl_bin())
-        .arg("-s")
-        .arg(sock)
-        .args(args)
-        .output()
-        .expect("run fwdctl");
-    assert!(o.status.success(), "fwdctl {args:?}: {}", text(&o));
 }
 
 #[test]

@@ -34,6 +34,9 @@ impl Display for Change {
             Change::NeighDel { addr, dev } => write!(f, "neigh del {addr} dev {dev}"),
             Change::AddressAdd(a) => write!(f, "address add {} dev {}", a.addr, a.dev),
             Change::AddressDel(a) => write!(f, "address del {} dev {}", a.addr, a.dev),
+            Change::PortSet { dev, up } => {
+                write!(f, "port set {dev} {}", if *up { "up" } else { "down" })
+            }
         }
     }
 }

@@ -55,9 +55,11 @@ Commands (OBJECT VERB ARGS; a missing VERB means show):
 
   neigh add|replace ADDRESS lladdr MAC dev PORT
   neigh del ADDRESS dev PORT | neigh show [dev PORT]
+  neigh flush [dev PORT]         forget learned entries (statics stay)
   address add|del ADDRESS[/LEN] dev PORT | address show [dev PORT]
 
   port show|stats|xstats [PORT]
+  port set PORT up|down          admin state (down: no RX/TX, out of ECMP)
   stats                          counters: global, per lcore, per port, drops
   status                         generations, workers, reclamation, uptime
   config save FILE               write the running tables as a batch file

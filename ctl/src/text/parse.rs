@@ -421,6 +421,7 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
                 }),
                 (_, Some(target)) => {
                     let r = Route {
+                        linkdown: false,
                         prefix,
                         table,
                         target,
@@ -1091,16 +1092,21 @@ fn group<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
 // ------------------------------------------------------------ neigh, address
 
 fn neigh<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("neigh", verb, &["add", "del", "replace", "show"])?;
+    let v = verb_of("neigh", verb, &["add", "del", "replace", "show", "flush"])?;
     w.ctx = match v {
         "add" => "neigh add",
         "replace" => "neigh replace",
         "del" => "neigh del",
+        "flush" => "neigh flush",
         _ => "neigh show",
     };
     if v == "show" {
         let dev = dev_filter(w)?;
         return Ok(Parsed::Query(Request::NeighShow { dev }));
+    }
+    if v == "flush" {
+        let dev = dev_filter(w)?;
+        return Ok(Parsed::Query(Request::NeighFlush { dev }));
     }
     let addr = w.addr("address")?;
     let (mut lladdr, mut dev) = (None, None);
@@ -1182,12 +1188,24 @@ fn address<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a
 // ------------------------------------------------------------ port, config, watch
 
 fn port<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("port", verb, &["show", "stats", "xstats"])?;
+    let v = verb_of("port", verb, &["show", "stats", "xstats", "set"])?;
     w.ctx = match v {
         "stats" => "port stats",
         "xstats" => "port xstats",
+        "set" => "port set",
         _ => "port show",
     };
+    if v == "set" {
+        let dev = w.name("port")?;
+        let up = match w.next() {
+            Some("up") => true,
+            Some("down") => false,
+            Some(x) => return Err(w.unknown(x, "up or down")),
+            None => return Err(w.missing("'up' or 'down'")),
+        };
+        w.done()?;
+        return Ok(Parsed::Change(Change::PortSet { dev, up }));
+    }
     let port = w.next().map(str::to_string);
     w.done()?;
     Ok(Parsed::Query(match v {

@@ -62,6 +62,7 @@ fn routes() {
     assert_eq!(
         chg("route add 10.0.0.0/8 via 10.0.1.2 dev p1 table 5"),
         Change::RouteAdd(Route {
+            linkdown: false,
             prefix: net("10.0.0.0/8"),
             table: 5,
             target: gw("10.0.1.2", "p1"),
@@ -70,6 +71,7 @@ fn routes() {
     assert_eq!(
         chg("route add 192.0.2.0/24 blackhole"),
         Change::RouteAdd(Route {
+            linkdown: false,
             prefix: net("192.0.2.0/24"),
             table: 0,
             target: RouteTarget::Blackhole,
@@ -83,6 +85,7 @@ fn routes() {
     assert_eq!(
         chg("route replace default via 10.0.0.1"),
         Change::RouteReplace(Route {
+            linkdown: false,
             prefix: net("0.0.0.0/0"),
             table: 0,
             target: RouteTarget::Gateway {
@@ -94,6 +97,7 @@ fn routes() {
     assert_eq!(
         chg("route add 10.9.9.9 dev p2"),
         Change::RouteAdd(Route {
+            linkdown: false,
             prefix: net("10.9.9.9/32"),
             table: 0,
             target: RouteTarget::Gateway {
@@ -105,6 +109,7 @@ fn routes() {
     assert_eq!(
         chg("route add 2001:db8::/32 nexthop-group 10 table 2"),
         Change::RouteAdd(Route {
+            linkdown: false,
             prefix: net("2001:db8::/32"),
             table: 2,
             target: RouteTarget::Group(10),
@@ -113,6 +118,7 @@ fn routes() {
     assert_eq!(
         chg("route add 10.0.0.0/8 nhid 3"),
         Change::RouteAdd(Route {
+            linkdown: false,
             prefix: net("10.0.0.0/8"),
             table: 0,
             target: RouteTarget::Nhid(3),
@@ -437,6 +443,32 @@ fn nexthops_groups_neighbours_addresses() {
             dev: Some("p1".into())
         }
     );
+    assert_eq!(cmd("neigh flush"), Request::NeighFlush { dev: None });
+    assert_eq!(
+        cmd("neigh flush dev p1"),
+        Request::NeighFlush {
+            dev: Some("p1".into())
+        }
+    );
+    let down = chg("port set p1 down");
+    assert_eq!(
+        down,
+        Change::PortSet {
+            dev: "p1".into(),
+            up: false
+        }
+    );
+    assert_eq!(
+        down.to_string(),
+        "port set p1 down",
+        "format is the inverse"
+    );
+    assert_eq!(
+        chg(&chg("port set p1 up").to_string()),
+        chg("port set p1 up")
+    );
+    bad("port set p1 sideways", "sideways");
+    assert!(parse_command(&words("port set p1")).is_err());
     assert_eq!(
         chg("address add 10.0.1.1/24 dev p1"),
         Change::AddressAdd(Address {
@@ -915,11 +947,13 @@ impl Rng {
             },
             3 => Change::RuleFlush {},
             4 | 5 => Change::RouteAdd(Route {
+                linkdown: false,
                 prefix: self.prefix(v6),
                 table: self.below(3) as u32,
                 target: self.target(),
             }),
             6 => Change::RouteReplace(Route {
+                linkdown: false,
                 prefix: self.prefix(v6),
                 table: self.next() as u32,
                 target: self.target(),

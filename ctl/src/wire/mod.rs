@@ -146,8 +146,15 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<u32>,
     },
-    /// *stream* of [`Item::Neigh`].
+    /// *stream* of [`Item::Neigh`]: static and learned entries with their
+    /// state.
     NeighShow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dev: Option<String>,
+    },
+    /// Forget learned neighbours (of one port); statics stay. Answer:
+    /// [`Response::Done`].
+    NeighFlush {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dev: Option<String>,
     },
@@ -179,8 +186,10 @@ pub enum Request {
     /// in the batch text format, so the daemon can load it at start.
     /// Answer: [`Response::Saved`].
     ConfigSave { path: String },
-    /// *stream* of [`Item::Rates`], one every `interval_ms`; endless unless
-    /// `count` is given (the client closes the connection to stop).
+    /// *stream* of [`Item::Rates`], one every `interval_ms`, with an
+    /// [`Item::Event`] before it for each link or admin change since the
+    /// previous one; endless unless `count` is given (the client closes the
+    /// connection to stop).
     Watch {
         interval_ms: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -258,6 +267,13 @@ pub enum Change {
     },
     AddressAdd(Address),
     AddressDel(Address),
+    /// Administrative state of a port (`port set NAME up|down`). A down
+    /// port receives and sends nothing; its next hops leave every ECMP
+    /// group in the same generation and come back when it is up.
+    PortSet {
+        dev: String,
+        up: bool,
+    },
 }
 
 /// A classifier rule. Lower `priority` wins; ties go to the lower id.
@@ -385,6 +401,9 @@ pub struct Route {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub table: u32,
     pub target: RouteTarget,
+    /// In dumps: every path of the route leads to a down port.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub linkdown: bool,
 }
 
 /// Where a route sends packets.
@@ -686,7 +705,12 @@ pub struct PortInfo {
     #[serde(default)]
     pub driver: String,
     pub mac: Mac,
+    /// Carrier (true where the driver cannot tell, e.g. a `net_tap` whose
+    /// interface is in another network namespace).
     pub link_up: bool,
+    /// Set down by the operator (`port set NAME down`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub admin_down: bool,
     #[serde(default)]
     pub speed_mbps: u32,
     #[serde(default)]
@@ -700,6 +724,10 @@ pub struct PortInfo {
     pub table: u32,
     #[serde(default)]
     pub addresses: Vec<IpNet>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Counters of one port. `rx_missed`, `rx_errors`, `rx_nombuf`, `tx_errors`
@@ -746,6 +774,10 @@ pub struct StatsReport {
     pub dropped: u64,
     /// Every drop reason the daemon knows, zero or not, in a fixed order.
     pub drops: Vec<DropCount>,
+    /// What the data path did besides forwarding (replies, ICMP errors,
+    /// packets held for neighbours...), and the neighbour side's counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventCount>,
     pub lcores: Vec<LcoreStats>,
     pub ports: Vec<PortStats>,
     /// Rates over the daemon's last sampling period, when it keeps one.
@@ -758,6 +790,13 @@ pub struct DropCount {
     /// e.g. `"no_route"`, `"acl_drop"`.
     pub reason: String,
     pub packets: u64,
+}
+
+/// One event counter (`"icmp_errors"`, `"neigh_probes"`...).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventCount {
+    pub event: String,
+    pub count: u64,
 }
 
 /// Counters of one worker lcore.
@@ -867,9 +906,40 @@ pub enum Item {
     Route(Route),
     Nexthop(NexthopEntry),
     Group(GroupEntry),
-    Neigh(Neigh),
+    Neigh(NeighEntry),
     Address(Address),
     Rates(RateSample),
+    /// A link or admin state change, in a [`Request::Watch`] stream.
+    Event(LoggedEvent),
+}
+
+/// An event the daemon logged (`port b: carrier down`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoggedEvent {
+    pub uptime_ms: u64,
+    pub message: String,
+}
+
+/// A neighbour in `neigh show`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeighEntry {
+    pub addr: IpAddr,
+    /// Absent while unresolved (incomplete, failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lladdr: Option<Mac>,
+    pub dev: String,
+    /// `permanent` (static), `reachable`, `stale`, `probe`, `incomplete`
+    /// or `failed`, as Linux's `ip neigh` says.
+    pub state: String,
+    /// Milliseconds since the entry was last confirmed or changed.
+    #[serde(default)]
+    pub age_ms: u64,
+    /// Probes sent in the current state.
+    #[serde(default)]
+    pub probes: u32,
+    /// Packets held waiting for it.
+    #[serde(default)]
+    pub held: u32,
 }
 
 /// Hit counters of one rule, summed over workers.

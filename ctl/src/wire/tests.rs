@@ -159,6 +159,7 @@ fn route_changes() {
         &change(
             1,
             Change::RouteAdd(Route {
+                linkdown: false,
                 prefix: net("10.0.0.0/8"),
                 table: 5,
                 target: RouteTarget::Gateway {
@@ -173,6 +174,7 @@ fn route_changes() {
         &change(
             2,
             Change::RouteAdd(Route {
+                linkdown: false,
                 prefix: net("192.0.2.0/24"),
                 table: 0,
                 target: RouteTarget::Blackhole,
@@ -184,6 +186,7 @@ fn route_changes() {
         &change(
             3,
             Change::RouteReplace(Route {
+                linkdown: false,
                 prefix: net("2001:db8::/32"),
                 table: 0,
                 target: RouteTarget::Group(10),
@@ -329,6 +332,7 @@ fn batch() {
                 changes: vec![
                     Change::RuleFlush {},
                     Change::RouteAdd(Route {
+                        linkdown: false,
                         prefix: net("10.0.0.0/8"),
                         table: 0,
                         target: RouteTarget::Gateway {
@@ -529,6 +533,7 @@ fn ok_answers() {
                 addr: ip("10.1.2.3"),
                 table: 0,
                 route: Route {
+                    linkdown: false,
                     prefix: net("10.0.0.0/8"),
                     table: 0,
                     target: RouteTarget::Group(10),
@@ -567,6 +572,7 @@ fn ok_answers() {
                 driver: "net_pcap".into(),
                 mac: mac("02:00:00:00:00:01"),
                 link_up: true,
+                admin_down: false,
                 speed_mbps: 10000,
                 mtu: 1500,
                 rx_queues: 2,
@@ -626,6 +632,7 @@ fn ok_answers() {
                     reason: "no_route".into(),
                     packets: 1,
                 }],
+                events: Vec::new(),
                 lcores: vec![LcoreStats {
                     lcore: 1,
                     polls: 100,
@@ -757,6 +764,7 @@ fn stream_lines() {
             ResponseLine::item(
                 8,
                 Item::Route(Route {
+                    linkdown: false,
                     prefix: net("10.0.0.0/8"),
                     table: 0,
                     target: RouteTarget::Gateway {
@@ -822,13 +830,20 @@ fn stream_lines() {
         (
             ResponseLine::item(
                 8,
-                Item::Neigh(Neigh {
+                Item::Neigh(NeighEntry {
                     addr: ip("10.0.1.2"),
-                    lladdr: mac("02:00:00:00:01:02"),
+                    lladdr: Some(mac("02:00:00:00:01:02")),
                     dev: "p1".into(),
+                    state: "reachable".into(),
+                    age_ms: 1200,
+                    probes: 0,
+                    held: 0,
                 }),
             ),
-            r#"{"id":8,"item":{"neigh":{"addr":"10.0.1.2","lladdr":"02:00:00:00:01:02","dev":"p1"}}}"#,
+            concat!(
+                r#"{"id":8,"item":{"neigh":{"addr":"10.0.1.2","lladdr":"02:00:00:00:01:02","#,
+                r#""dev":"p1","state":"reachable","age_ms":1200,"probes":0,"held":0}}}"#
+            ),
         ),
         (
             ResponseLine::item(

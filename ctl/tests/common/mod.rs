@@ -156,6 +156,7 @@ fn net(s: &str) -> IpNet {
 pub fn routes() -> Vec<Route> {
     vec![
         Route {
+            linkdown: false,
             prefix: net("10.0.0.0/8"),
             table: 0,
             target: RouteTarget::Gateway {
@@ -164,11 +165,13 @@ pub fn routes() -> Vec<Route> {
             },
         },
         Route {
+            linkdown: false,
             prefix: net("192.0.2.0/24"),
             table: 0,
             target: RouteTarget::Blackhole,
         },
         Route {
+            linkdown: false,
             prefix: net("2001:db8::/32"),
             table: 5,
             target: RouteTarget::Group(10),
@@ -237,6 +240,7 @@ pub fn canned(id: u64, req: &Request) -> Vec<ResponseLine> {
                     reason: "no_route".into(),
                     packets: 1,
                 }],
+                events: Vec::new(),
                 lcores: vec![LcoreStats {
                     lcore: 1,
                     polls: 100,

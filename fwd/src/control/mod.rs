@@ -11,6 +11,9 @@
 //! increments), so dumps run on the requester's thread and never hold the
 //! writer.
 
+pub mod link;
+pub mod neigh;
+pub mod ra;
 mod rules;
 pub mod server;
 mod setup;
@@ -18,7 +21,10 @@ mod state;
 
 pub use rules::{rule_from_wire, rule_to_wire};
 pub use setup::{config_changes, initial_tables, Startup};
-pub use state::{host_prefix, net_of, prefix_of, route_to_wire, target_to_wire, Mgmt};
+pub use state::{
+    apply as apply_changes, apply_learned, host_prefix, net_of, prefix_of, route_to_wire,
+    target_to_wire, Mgmt,
+};
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,6 +46,18 @@ pub enum Request {
     Snapshot(Sender<(u64, Tables)>),
     /// Versioning state: generations, per-worker reports, pending memory.
     Status(Sender<QsbrStats>),
+    /// The neighbour table (learned and static entries with their state).
+    Neighbours(Sender<NeighReport>),
+    /// Forget learned neighbours (of one port); published as a generation.
+    NeighFlush(Option<u16>, Sender<Result<Done, ErrorBody>>),
+}
+
+/// The neighbour table as `neigh show` reports it.
+#[derive(Clone, Debug, Default)]
+pub struct NeighReport {
+    pub entries: Vec<crate::neigh::EntryView>,
+    pub held: usize,
+    pub counters: neigh::NeighCounters,
 }
 
 /// The management side's handle on the control lcore.
@@ -84,6 +102,30 @@ impl ControlHandle {
         self.tx.send(Request::Status(tx)).map_err(|_| stopped())?;
         rx.recv().map_err(|_| stopped())
     }
+
+    /// The neighbour table.
+    ///
+    /// # Errors
+    /// When the control lcore has stopped.
+    pub fn neighbours(&self) -> Result<NeighReport, ErrorBody> {
+        let (tx, rx) = mpsc::channel();
+        self.tx
+            .send(Request::Neighbours(tx))
+            .map_err(|_| stopped())?;
+        rx.recv().map_err(|_| stopped())
+    }
+
+    /// Forgets learned neighbours, of port `port` or all.
+    ///
+    /// # Errors
+    /// When the control lcore has stopped.
+    pub fn neigh_flush(&self, port: Option<u16>) -> Result<Done, ErrorBody> {
+        let (tx, rx) = mpsc::channel();
+        self.tx
+            .send(Request::NeighFlush(port, tx))
+            .map_err(|_| stopped())?;
+        rx.recv().map_err(|_| stopped())?
+    }
 }
 
 /// Everything the control lcore owns.
@@ -92,6 +134,12 @@ pub struct ControlState {
     pub acl: acl::ClassifierWriter,
     /// Rule counters: slots are zeroed before reuse.
     pub counters: Arc<acl::CounterSet>,
+    /// Neighbour resolution, when the data path hands packets over.
+    pub neigh: Option<neigh::NeighDriver>,
+    /// Port carriers, when there are real ports to read.
+    pub links: Option<link::LinkMonitor>,
+    /// Link and admin events, for the log and `fwdctl watch`.
+    pub events: Arc<link::EventLog>,
 }
 
 /// Classifier slots whose last referencing version was reclaimed. Filled by
@@ -121,6 +169,80 @@ pub struct ControlLcore {
 
 /// How often the control lcore reclaims when no request arrives.
 pub const RECLAIM_INTERVAL: Duration = Duration::from_millis(5);
+/// How often it serves the neighbour side (the workers' queues, timers):
+/// the added latency of a first packet to an unresolved neighbour.
+pub const NEIGH_INTERVAL: Duration = Duration::from_millis(1);
+
+/// One turn of neighbour resolution: drain, publish what changed, then
+/// send what waited for that publish.
+fn neigh_turn(st: &mut ControlState) {
+    let Some(d) = st.neigh.as_mut() else {
+        return;
+    };
+    d.sync_statics(st.writer.current());
+    let updates = d.poll(st.writer.current());
+    publish_learned(&mut st.writer, &st.acl, &updates);
+    d.after_publish(st.writer.current());
+}
+
+/// Reads carriers when due and publishes a change of any.
+fn link_turn(st: &mut ControlState) {
+    let Some(carriers) = st
+        .links
+        .as_mut()
+        .and_then(|m| m.poll(std::time::Instant::now()))
+    else {
+        return;
+    };
+    for (i, up) in carriers.into_iter().enumerate() {
+        let Some(t) = state::apply_carrier(st.writer.current(), i, up) else {
+            continue;
+        };
+        let name = t.ports[i].name.clone();
+        st.writer.publish(t, 256);
+        st.events.push(format!(
+            "port {name}: carrier {}",
+            if up { "up" } else { "down" }
+        ));
+        if !up {
+            if let Some(d) = st.neigh.as_mut() {
+                let updates = d.flush(Some(i as u16));
+                publish_learned(&mut st.writer, &st.acl, &updates);
+                d.after_publish(st.writer.current());
+            }
+        }
+    }
+}
+
+/// Logs the admin state changes between two versions.
+fn log_admin(events: &link::EventLog, before: &Tables, after: &Tables) {
+    for (b, a) in before.ports.iter().zip(after.ports.iter()) {
+        if b.admin_up != a.admin_up {
+            events.push(format!(
+                "port {}: admin {}",
+                a.name,
+                if a.admin_up { "up" } else { "down" }
+            ));
+        }
+    }
+}
+
+fn publish_learned(
+    writer: &mut Writer<Tables>,
+    acl_w: &acl::ClassifierWriter,
+    updates: &[neigh::Update],
+) -> Option<u64> {
+    if updates.is_empty() {
+        return None;
+    }
+    match state::apply_learned(writer.current(), acl_w, updates) {
+        Ok(t) => Some(writer.publish(t, updates.len() * 256)),
+        Err(e) => {
+            eprintln!("fwd: neighbour update not published: {e}");
+            None
+        }
+    }
+}
 
 impl ControlLcore {
     /// Starts the control thread, pinned to `cpu` when given.
@@ -216,12 +338,21 @@ fn finish_rebuild(st: &mut ControlState, rebuilding: &mut Rebuilding) {
 fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
     let released: Released = Arc::default();
     let mut rebuilding: Rebuilding = None;
+    let mut last_reclaim = std::time::Instant::now();
     loop {
         finish_rebuild(&mut st, &mut rebuilding);
         maybe_rebuild(&st, &mut rebuilding);
-        match rx.recv_timeout(RECLAIM_INTERVAL) {
+        neigh_turn(&mut st);
+        link_turn(&mut st);
+        let wait = if st.neigh.is_some() {
+            NEIGH_INTERVAL
+        } else {
+            RECLAIM_INTERVAL
+        };
+        match rx.recv_timeout(wait) {
             Ok(Request::Apply(changes, reply)) => {
                 let n = changes.len() as u64;
+                let before = st.writer.current().clone();
                 let result = state::apply(st.writer.current(), &mut st.acl, &changes).map(|o| {
                     if !o.retired_slots.is_empty() {
                         // Unreachable from the version published next: freed
@@ -241,6 +372,10 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
                         rule_ids: o.rule_ids,
                     }
                 });
+                if result.is_ok() {
+                    log_admin(&st.events, &before, st.writer.current());
+                }
+                drop(before);
                 let _ = reply.send(result);
                 reclaim(&mut st, &released);
             }
@@ -251,7 +386,37 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
                 reclaim(&mut st, &released);
                 let _ = reply.send(st.writer.stats());
             }
-            Err(RecvTimeoutError::Timeout) => reclaim(&mut st, &released),
+            Ok(Request::Neighbours(reply)) => {
+                let r = st
+                    .neigh
+                    .as_ref()
+                    .map_or_else(NeighReport::default, |d| NeighReport {
+                        entries: d.entries(),
+                        held: d.held(),
+                        counters: d.counters,
+                    });
+                let _ = reply.send(r);
+            }
+            Ok(Request::NeighFlush(port, reply)) => {
+                let updates = st.neigh.as_mut().map(|d| d.flush(port)).unwrap_or_default();
+                let generation = publish_learned(&mut st.writer, &st.acl, &updates)
+                    .unwrap_or_else(|| st.writer.generation());
+                if let Some(d) = st.neigh.as_mut() {
+                    d.after_publish(st.writer.current());
+                }
+                let _ = reply.send(Ok(Done {
+                    generation,
+                    changes: updates.len() as u64,
+                    rule_ids: Vec::new(),
+                }));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                // Reclaim at the old pace even when woken more often.
+                if last_reclaim.elapsed() >= RECLAIM_INTERVAL {
+                    reclaim(&mut st, &released);
+                    last_reclaim = std::time::Instant::now();
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 if let Some(rx) = rebuilding.take() {
                     // Let a running rebuild finish before the state goes.
@@ -278,12 +443,7 @@ mod tests {
     fn lcore() -> (ControlLcore, qsbr::Reader<Tables>) {
         let acl = acl::ClassifierWriter::new(acl::Config::default());
         let (counters, _) = acl::CounterSet::new(1, 1024);
-        let ports = vec![PortInfo {
-            name: "p0".into(),
-            mac: [2, 0, 0, 0, 0, 1],
-            vrf: 0,
-            addresses: Vec::new(),
-        }];
+        let ports = vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)];
         let mut writer = qsbr::domain(
             Tables::empty(ports, acl.current().clone()),
             QsbrConfig::default(),
@@ -296,6 +456,9 @@ mod tests {
                 ..acl::Config::default()
             }),
             counters,
+            neigh: None,
+            links: None,
+            events: link::EventLog::new(),
         };
         (ControlLcore::start(st, None).expect("spawn"), reader)
     }
@@ -352,12 +515,7 @@ mod tests {
     #[test]
     fn a_port_in_a_vrf_gets_its_connected_and_local_routes_there() {
         let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
-        let ports = vec![PortInfo {
-            name: "red".into(),
-            mac: [2, 0, 0, 0, 0, 5],
-            vrf: 5,
-            addresses: Vec::new(),
-        }];
+        let ports = vec![PortInfo::new("red", [2, 0, 0, 0, 0, 5], 5)];
         let base = Tables::empty(ports, acl_w.current().clone());
         let changes = vec![
             Change::AddressAdd(wire::Address {
@@ -402,6 +560,7 @@ mod tests {
         let g = h.status().unwrap().generation;
         let route = |p: &str| {
             Change::RouteAdd(wire::Route {
+                linkdown: false,
                 prefix: p.parse().unwrap(),
                 table: 0,
                 target: RouteTarget::Blackhole,

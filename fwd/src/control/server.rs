@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use ctl::codec::{self, LineRead};
 use ctl::wire::{
     self, Address, DropCount, ErrorBody, ErrorKind, GroupEntry, GroupMember, HelloLine, HelloReply,
-    IpNet, Item, Latency, LcoreStats, Mac, Neigh, NexthopEntry, Path as WirePath, PortRates,
-    RateSample, Request, Response, ResponseLine, RouteLookup, StatsReport, StatusReport,
+    IpNet, Item, Latency, LcoreStats, Mac, Neigh, NeighEntry, NexthopEntry, Path as WirePath,
+    PortRates, RateSample, Request, Response, ResponseLine, RouteLookup, StatsReport, StatusReport,
     WorkerStatus,
 };
 
@@ -67,6 +67,8 @@ pub struct ServerContext {
     pub ports: Vec<PortMeta>,
     pub started: Instant,
     pub version: String,
+    /// Link and admin events (streamed by `watch`).
+    pub events: Arc<super::link::EventLog>,
     /// The TSC-derived millisecond tick the workers stamp rules with.
     pub tick_ms: Box<dyn Fn() -> u64 + Send + Sync>,
 }
@@ -323,9 +325,24 @@ fn handle(
         Request::Stats {} => ok(w, Ok(Response::Stats(stats_report(ctx, None)))),
         Request::Status {} => ok(w, status(ctx, clients.load(Ordering::Relaxed))),
         Request::ConfigSave { path } => ok(w, config_save(ctx, &path)),
+        Request::NeighFlush { dev } => ok(w, neigh_flush(ctx, dev.as_deref())),
         Request::Watch { interval_ms, count } => watch(w, ctx, id, interval_ms, count),
         stream => dump(w, ctx, id, &stream),
     }
+}
+
+fn neigh_flush(ctx: &ServerContext, dev: Option<&str>) -> Result<Response, ErrorBody> {
+    let port = match dev {
+        None => None,
+        Some(d) => {
+            let (_, t) = snapshot(ctx)?;
+            let i = t.port_index(d).ok_or_else(|| {
+                ErrorBody::new(ErrorKind::NotFound, format!("no port named {d:?}"))
+            })?;
+            Some(i as u16)
+        }
+    };
+    ctx.control.neigh_flush(port).map(Response::Done)
 }
 
 fn snapshot(ctx: &ServerContext) -> Result<(u64, Tables), ErrorBody> {
@@ -434,17 +451,25 @@ fn dump(
             }
         }
         Request::NeighShow { dev } => {
-            for (&(p, addr), &mac) in &t.mgmt.neighbours {
-                let name = port_name(&t, p);
+            let report = match ctx.control.neighbours() {
+                Ok(r) => r,
+                Err(e) => return send(w, &ResponseLine::error(id, e)),
+            };
+            for e in report.entries {
+                let name = port_name(&t, e.port);
                 if dev.as_ref().is_some_and(|d| *d != name) {
                     continue;
                 }
                 item(
                     w,
-                    Item::Neigh(Neigh {
-                        addr,
-                        lladdr: Mac(mac),
+                    Item::Neigh(NeighEntry {
+                        addr: e.ip,
+                        lladdr: e.mac.map(Mac),
                         dev: name,
+                        state: format!("{:?}", e.state).to_lowercase(),
+                        age_ms: e.age_ms.unwrap_or(0),
+                        probes: e.probes,
+                        held: e.held as u32,
                     }),
                 )?;
             }
@@ -562,9 +587,10 @@ fn port_show(ctx: &ServerContext, name: Option<&str>) -> Result<Response, ErrorB
                     name: m.name.clone(),
                     driver: m.driver.clone(),
                     mac: Mac(info.map_or([0; 6], |i| i.mac)),
-                    link_up: link.up,
+                    link_up: info.is_none_or(|i| i.carrier),
+                    admin_down: info.is_some_and(|i| !i.admin_up),
                     speed_mbps: link.speed_mbps,
-                    mtu: u32::from(m.mtu),
+                    mtu: u32::from(info.map_or(m.mtu, |i| i.mtu)),
                     rx_queues: u32::from(m.rx_queues),
                     tx_queues: u32::from(m.tx_queues),
                     table: info.map_or(0, |i| i.vrf),
@@ -618,12 +644,38 @@ fn stats_report(ctx: &ServerContext, rates: Option<RateSample>) -> StatsReport {
             packets: s.dropped(r),
         })
         .collect();
+    let mut events: Vec<wire::EventCount> = s
+        .events_by_name()
+        .into_iter()
+        .map(|(e, count)| wire::EventCount {
+            event: e.to_string(),
+            count,
+        })
+        .collect();
+    if let Ok(n) = ctx.control.neighbours() {
+        let c = n.counters;
+        for (e, count) in [
+            ("neigh_probes", c.probes),
+            ("neigh_learned", c.learned),
+            ("neigh_released", c.released),
+            ("neigh_dropped", c.dropped),
+            ("neigh_unreachable_sent", c.unreachable_sent),
+            ("neigh_held_now", n.held as u64),
+            ("router_advertisements", c.router_advertisements),
+        ] {
+            events.push(wire::EventCount {
+                event: e.to_string(),
+                count,
+            });
+        }
+    }
     StatsReport {
         uptime_ms: ctx.started.elapsed().as_millis() as u64,
         rx_packets: s.rx_packets,
         tx_packets: s.tx_packets,
         dropped: drops.iter().map(|d| d.packets).sum(),
         drops,
+        events,
         lcores: s
             .lcores
             .iter()
@@ -729,6 +781,12 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
     for e in rules {
         out.push(C::RuleAdd(Box::new(super::rule_to_wire(t, e.rule()))));
     }
+    for p in t.ports.iter().filter(|p| !p.admin_up) {
+        out.push(C::PortSet {
+            dev: p.name.clone(),
+            up: false,
+        });
+    }
     out
 }
 
@@ -750,7 +808,7 @@ fn derived_route(t: &Tables, vrf: u32, p: Prefix, target: Target) -> bool {
             Some((Some(gw), port)) => {
                 in_vrf(*port).is_some()
                     && IpNet::host(*gw) == net
-                    && t.mgmt.neighbours.contains_key(&(*port, *gw))
+                    && t.mgmt.mac_of(*port, *gw).is_some()
             }
             None => false,
         },
@@ -836,8 +894,18 @@ fn watch(
     }
     let mut sent = 0u64;
     let mut prev = (ctx.stats.snapshot(), Instant::now());
+    let (_, mut seen) = ctx.events.since(u64::MAX);
     while count.is_none_or(|c| sent < c) {
         std::thread::sleep(Duration::from_millis(interval_ms));
+        let (events, last) = ctx.events.since(seen);
+        seen = last;
+        for e in events {
+            let e = wire::LoggedEvent {
+                uptime_ms: e.uptime_ms,
+                message: e.message,
+            };
+            send(w, &ResponseLine::item(id, Item::Event(e)))?;
+        }
         let now = (ctx.stats.snapshot(), Instant::now());
         let sample = rates(ctx, &prev.0, &now.0, now.1 - prev.1);
         // A closed client ends the watch with a write error.

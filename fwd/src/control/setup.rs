@@ -55,6 +55,7 @@ pub fn config_changes(cfg: &Config) -> Result<Vec<(String, Change)>, String> {
         out.push((
             field,
             Change::RouteAdd(wire::Route {
+                linkdown: false,
                 prefix,
                 table: r.table,
                 target,
@@ -90,10 +91,13 @@ pub fn initial_tables(
         .iter()
         .enumerate()
         .map(|(i, p)| PortInfo {
-            name: p.name.clone(),
-            mac: macs.get(i).copied().unwrap_or([0; 6]),
-            vrf: p.table,
-            addresses: Vec::new(),
+            mtu: p.mtu.unwrap_or(1500),
+            ra: p.ra.is_some(),
+            ..PortInfo::new(
+                p.name.clone(),
+                macs.get(i).copied().unwrap_or([0; 6]),
+                p.table,
+            )
         })
         .collect();
     let base = Tables::empty(ports, acl_w.current().clone());

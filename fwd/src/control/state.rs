@@ -31,9 +31,22 @@ use crate::tables::{PortInfo, Tables};
 pub struct Mgmt {
     /// Static neighbours.
     pub neighbours: BTreeMap<(u16, IpAddr), [u8; 6]>,
+    /// Neighbours learned by ARP / ND that are usable now (reachable, stale
+    /// or being probed); a static entry for the same key wins.
+    pub learned: BTreeMap<(u16, IpAddr), [u8; 6]>,
     /// Unnamed next hops by (gateway, port), and the reverse.
     pub auto_nh: HashMap<(Option<IpAddr>, u16), NhId>,
     pub auto_by_id: HashMap<NhId, (Option<IpAddr>, u16)>,
+}
+
+impl Mgmt {
+    /// The MAC of neighbour `ip` on `port`: static, else learned.
+    pub fn mac_of(&self, port: u16, ip: IpAddr) -> Option<[u8; 6]> {
+        self.neighbours
+            .get(&(port, ip))
+            .or_else(|| self.learned.get(&(port, ip)))
+            .copied()
+    }
 }
 
 /// What a successful batch produced.
@@ -190,7 +203,7 @@ impl<'a> Edit<'a> {
             return Ok(id);
         }
         let id = self.alloc_nh()?;
-        let mac = gateway.and_then(|g| self.mgmt.neighbours.get(&(port, g)).copied());
+        let mac = gateway.and_then(|g| self.mgmt.mac_of(port, g));
         self.routing
             .nh_add(id, NextHop { gateway, port, mac })
             .map_err(|e| route_error(&e))?;
@@ -329,9 +342,7 @@ impl<'a> Edit<'a> {
             }
             Change::NexthopAdd(n) | Change::NexthopReplace(n) => {
                 let port = self.port(&n.dev)?;
-                let mac = n
-                    .via
-                    .and_then(|g| self.mgmt.neighbours.get(&(port, g)).copied());
+                let mac = n.via.and_then(|g| self.mgmt.mac_of(port, g));
                 let nh = NextHop {
                     gateway: n.via,
                     port,
@@ -386,6 +397,7 @@ impl<'a> Edit<'a> {
             Change::NeighAdd(n) | Change::NeighReplace(n) => {
                 let port = self.port(&n.dev)?;
                 let prev = self.mgmt.neighbours.insert((port, n.addr), n.lladdr.0);
+                self.mgmt.learned.remove(&(port, n.addr));
                 if prev.is_some() && matches!(c, Change::NeighAdd(_)) {
                     return Err(err(
                         ErrorKind::Exists,
@@ -403,6 +415,7 @@ impl<'a> Edit<'a> {
                         format!("no neighbour {addr} on {dev}"),
                     ));
                 }
+                self.mgmt.learned.remove(&(port, *addr));
                 self.retarget_neighbour(port, *addr, None)?;
                 self.drop_neighbour_host_route(port, *addr)?;
             }
@@ -434,6 +447,7 @@ impl<'a> Edit<'a> {
                     .mgmt
                     .neighbours
                     .keys()
+                    .chain(self.mgmt.learned.keys())
                     .filter(|(p, ip)| *p == port && a.addr.contains(*ip))
                     .map(|&(_, ip)| ip)
                     .collect();
@@ -457,6 +471,7 @@ impl<'a> Edit<'a> {
                     .mgmt
                     .neighbours
                     .keys()
+                    .chain(self.mgmt.learned.keys())
                     .filter(|(p, ip)| {
                         *p == port && a.addr.contains(*ip) && !self.connected(port, *ip)
                     })
@@ -479,6 +494,12 @@ impl<'a> Edit<'a> {
                 if self.routing.current().get(vrf, host) == Some(Target::Local) {
                     self.routing.del(vrf, host).map_err(|e| route_error(&e))?;
                 }
+            }
+            Change::PortSet { dev, up } => {
+                let port = self.port(dev)?;
+                let mut ports = self.ports().to_vec();
+                ports[usize::from(port)].admin_up = *up;
+                self.ports = Some(ports);
             }
             Change::RuleAdd(r) | Change::RuleReplace(r) => {
                 let id = match (r.id, c) {
@@ -565,6 +586,7 @@ pub fn apply(
     }
     e.collect_garbage()
         .map_err(|er| er.at(changes.len() as u64))?;
+    e.routing.set_ports_down(down_ports(e.ports()));
     let routing_changed = !changes.iter().all(|c| {
         matches!(
             c,
@@ -606,6 +628,75 @@ pub fn apply(
     })
 }
 
+/// The ports that are not up (admin or carrier).
+fn down_ports(ports: &[PortInfo]) -> std::collections::BTreeSet<u16> {
+    ports
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.is_up())
+        .map(|(i, _)| i as u16)
+        .collect()
+}
+
+/// The tables with port `port`'s carrier set to `up`: the port's next hops
+/// leave (or rejoin) every ECMP group in the same version. `None` when
+/// nothing changes.
+pub fn apply_carrier(base: &Tables, port: usize, up: bool) -> Option<Tables> {
+    if base.ports.get(port)?.carrier == up {
+        return None;
+    }
+    let mut ports = base.ports.to_vec();
+    ports[port].carrier = up;
+    let mut routing = base.routing.txn();
+    routing.set_ports_down(down_ports(&ports));
+    Some(Tables {
+        routing: routing.commit(),
+        acl: Arc::clone(&base.acl),
+        ports: Arc::from(ports),
+        mgmt: Arc::clone(&base.mgmt),
+    })
+}
+
+/// Publishes what the neighbour table learned: each `(port, ip, mac)`
+/// sets (`Some`) or withdraws (`None`) a learned MAC. Next hops through
+/// that neighbour follow, and an attached neighbour gets (or loses) its
+/// host route, exactly as for a static entry, which always wins.
+///
+/// # Errors
+/// Only on an internal inconsistency (the update is then not published).
+pub fn apply_learned(
+    base: &Tables,
+    acl_w: &acl::ClassifierWriter,
+    updates: &[(u16, IpAddr, Option<[u8; 6]>)],
+) -> Result<Tables, ErrorBody> {
+    let mut e = Edit::new(base, acl_w);
+    for &(port, ip, mac) in updates {
+        if usize::from(port) >= e.ports().len() || e.mgmt.neighbours.contains_key(&(port, ip)) {
+            continue;
+        }
+        match mac {
+            Some(m) => {
+                e.mgmt.learned.insert((port, ip), m);
+                e.retarget_neighbour(port, ip, Some(m))?;
+                e.neighbour_host_route(port, ip)?;
+            }
+            None => {
+                if e.mgmt.learned.remove(&(port, ip)).is_some() {
+                    e.retarget_neighbour(port, ip, None)?;
+                    e.drop_neighbour_host_route(port, ip)?;
+                }
+            }
+        }
+    }
+    e.collect_garbage()?;
+    Ok(Tables {
+        routing: e.routing.commit(),
+        acl: Arc::clone(&base.acl),
+        ports: Arc::clone(&base.ports),
+        mgmt: Arc::new(e.mgmt),
+    })
+}
+
 /// The wire view of a routing target, for dumps.
 pub fn target_to_wire(t: &Tables, target: Target) -> RouteTarget {
     match target {
@@ -626,6 +717,7 @@ pub fn target_to_wire(t: &Tables, target: Target) -> RouteTarget {
 /// One wire route.
 pub fn route_to_wire(t: &Tables, table: u32, p: Prefix, target: Target) -> wire::Route {
     wire::Route {
+        linkdown: t.routing.linkdown(target),
         prefix: net_of(p),
         table,
         target: target_to_wire(t, target),

@@ -58,6 +58,30 @@ impl Mbuf {
         unsafe { (*self.ptr.as_ptr()).pkt_len }
     }
 
+    /// Number of segments.
+    #[inline(always)]
+    pub fn segments(&self) -> u16 {
+        // SAFETY: we own a valid mbuf; reading a plain field.
+        unsafe { (*self.ptr.as_ptr()).nb_segs }
+    }
+
+    /// Cuts a single-segment packet to `len` bytes (no-op when it is not
+    /// longer, or has several segments).
+    #[inline(always)]
+    pub fn trim_to(&mut self, len: usize) {
+        if self.segments() != 1 || len >= self.data_len() {
+            return;
+        }
+        // SAFETY: we own the mbuf exclusively; shortening a single segment's
+        // data_len and the packet's pkt_len keeps them consistent (the bytes
+        // stay in the buffer, unused), as rte_pktmbuf_trim does.
+        unsafe {
+            let m = self.ptr.as_ptr();
+            (*m).data_len = len as u16;
+            (*m).pkt_len = len as u32;
+        }
+    }
+
     /// The port the packet was received on.
     #[inline(always)]
     pub fn port(&self) -> u16 {
@@ -175,6 +199,26 @@ impl RxBurst {
         // SAFETY: Mbuf is repr(transparent) over a non-null *mut rte_mbuf;
         // the slot holds a valid owned mbuf (non-null checked above).
         Some(unsafe { &mut *(&mut self.pkts[i] as *mut *mut dpdk_sys::rte_mbuf as *mut Mbuf) })
+    }
+
+    /// Length of packet `i` (0 once taken or out of range).
+    #[inline(always)]
+    pub fn pkt_len(&self, i: usize) -> u32 {
+        if i >= self.len || self.pkts[i].is_null() {
+            return 0;
+        }
+        // SAFETY: the slot holds a valid mbuf owned by this burst.
+        unsafe { (*self.pkts[i]).pkt_len }
+    }
+
+    /// Segments of packet `i` (0 once taken or out of range).
+    #[inline(always)]
+    pub fn segments(&self, i: usize) -> u16 {
+        if i >= self.len || self.pkts[i].is_null() {
+            return 0;
+        }
+        // SAFETY: the slot holds a valid mbuf owned by this burst.
+        unsafe { (*self.pkts[i]).nb_segs }
     }
 
     /// Moves packet `i` out of the burst.

@@ -402,6 +402,25 @@ pub fn link(id: u16) -> Link {
     }
 }
 
+/// Carrier of port `id`, or `None` when the driver cannot know it. A
+/// `net_tap` port reads its kernel interface's flags by name in the
+/// daemon's network namespace; once that interface has been moved to
+/// another namespace the read fails and the PMD says "down" while traffic
+/// flows, so for a tap whose interface (`tap_iface`) is not in this
+/// namespace the carrier is unknown.
+pub fn carrier(id: u16, tap_iface: Option<&str>) -> Option<bool> {
+    if let Some(name) = tap_iface {
+        let Ok(c) = std::ffi::CString::new(name) else {
+            return None;
+        };
+        // SAFETY: `c` is a valid NUL-terminated string for the call.
+        if unsafe { libc::if_nametoindex(c.as_ptr()) } == 0 {
+            return None;
+        }
+    }
+    Some(link(id).up)
+}
+
 /// Driver counters of any port id.
 pub fn hw_stats(id: u16) -> PortHwStats {
     // SAFETY: rte_eth_stats is plain data; the call fills it (left zeroed on

@@ -50,6 +50,7 @@
 //! Not on the fast path (allocation allowed): [`build`] (frame builders with correct
 //! checksums for tests and traffic generators) and [`pcap`] (classic libpcap files).
 
+mod frag;
 mod hash;
 mod icmp_error;
 mod neigh;
@@ -75,6 +76,7 @@ fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     }
 }
 
+pub use frag::fragment_v4;
 pub use hash::{flow_hash, flow_hash_with_seed, FLOW_HASH_DEFAULT_SEED};
 pub use icmp_error::{build_error, may_send_error, IcmpError, MAX_ERROR_FRAME};
 pub use neigh::{

@@ -395,6 +395,8 @@ pub struct Routing {
     vrfs: Arc<BTreeMap<Vrf, Arc<VrfTables>>>,
     nhs: Arc<IdTable<NextHop>>,
     groups: Arc<IdTable<Arc<Group>>>,
+    /// Ports that are down: their next hops get no ECMP slots.
+    down_ports: Arc<std::collections::BTreeSet<u16>>,
     version: u64,
 }
 
@@ -476,6 +478,7 @@ impl Routing {
             vrfs: Arc::new(BTreeMap::new()),
             nhs: Arc::new(IdTable::new()),
             groups: Arc::new(IdTable::new()),
+            down_ports: Arc::default(),
             version: 0,
         }
     }
@@ -605,6 +608,25 @@ impl Routing {
             for ((o, &e), &h) in o.iter_mut().zip(e.iter()).zip(h) {
                 *o = self.resolve(e, h);
             }
+        }
+    }
+
+    /// Whether port `port` is down (its next hops get no ECMP slots).
+    pub fn port_down(&self, port: u16) -> bool {
+        self.down_ports.contains(&port)
+    }
+
+    /// Whether every path of `target` leads to a down port (`linkdown` in
+    /// `route show`).
+    pub fn linkdown(&self, target: Target) -> bool {
+        let down = |nh: NhId| self.nhs.get(nh).is_some_and(|n| self.port_down(n.port));
+        match target {
+            Target::NextHop(nh) => down(nh),
+            Target::Group(g) => self
+                .groups
+                .get(g)
+                .is_some_and(|g| g.members().iter().all(|&(nh, _)| down(nh))),
+            _ => false,
         }
     }
 
@@ -1016,13 +1038,50 @@ impl Txn {
     }
 
     fn build_group(&self, id: GroupId, members: &[(NhId, u32)]) -> Result<Group, RouteError> {
-        let g = Group::new(id, members)?;
         for &(nh, _) in members {
             if self.r.nhs.get(nh).is_none() {
                 return Err(RouteError::UnknownNextHop(nh));
             }
         }
-        Ok(g)
+        let (nhs, down) = (&self.r.nhs, &self.r.down_ports);
+        Group::with_live(id, members, |nh| {
+            nhs.get(nh).is_none_or(|n| !down.contains(&n.port))
+        })
+    }
+
+    /// Records which ports are down and rebuilds the slot tables of the
+    /// ECMP groups that have a member on a port whose state changed, so
+    /// flows move off a down port in this batch (and back when it is up).
+    pub fn set_ports_down(&mut self, down: std::collections::BTreeSet<u16>) {
+        if *self.r.down_ports == down {
+            return;
+        }
+        let changed: std::collections::BTreeSet<u16> = self
+            .r
+            .down_ports
+            .symmetric_difference(&down)
+            .copied()
+            .collect();
+        self.r.down_ports = Arc::new(down);
+        let affected: Vec<(GroupId, Vec<(NhId, u32)>)> = self
+            .r
+            .groups
+            .iter()
+            .filter(|(_, g)| {
+                g.members().iter().any(|&(nh, _)| {
+                    self.r
+                        .nhs
+                        .get(nh)
+                        .is_some_and(|n| changed.contains(&n.port))
+                })
+            })
+            .map(|(id, g)| (id, g.members().to_vec()))
+            .collect();
+        for (id, members) in affected {
+            if let Ok(g) = self.build_group(id, &members) {
+                Arc::make_mut(&mut self.r.groups).put(id, Arc::new(g));
+            }
+        }
     }
 
     /// Adds an ECMP group.

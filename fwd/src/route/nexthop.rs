@@ -45,7 +45,38 @@ pub struct Group {
 impl Group {
     /// Builds the slot table: each member gets a share of the slots proportional
     /// to its weight (largest-remainder rounding, at least one slot each).
+    #[cfg(test)]
     pub(crate) fn new(id: GroupId, members: &[(NhId, u32)]) -> Result<Group, RouteError> {
+        Group::with_live(id, members, |_| true)
+    }
+
+    /// Like [`Group::new`], but only members for which `live` holds get
+    /// slots (their port is up); `members()` still lists every member. When
+    /// none is live, all keep their slots (the traffic then meets the down
+    /// port and is counted there, rather than vanishing).
+    pub(crate) fn with_live(
+        id: GroupId,
+        members: &[(NhId, u32)],
+        live: impl Fn(NhId) -> bool,
+    ) -> Result<Group, RouteError> {
+        let mut g = Group::build(id, members)?;
+        let up: Vec<(NhId, u32)> = members
+            .iter()
+            .copied()
+            .filter(|&(nh, _)| live(nh))
+            .collect();
+        if !up.is_empty() && up.len() < members.len() {
+            g.slots = Group::build(id, &up)?.slots;
+        }
+        Ok(g)
+    }
+
+    /// Whether every member has slots.
+    pub fn all_live(&self) -> bool {
+        self.members.iter().all(|(nh, _)| self.slots.contains(nh))
+    }
+
+    fn build(id: GroupId, members: &[(NhId, u32)]) -> Result<Group, RouteError> {
         if members.is_empty() {
             return Err(RouteError::EmptyGroup(id));
         }

@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests: they run the real `fwd` binary.
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 

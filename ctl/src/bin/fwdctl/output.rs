@@ -120,7 +120,12 @@ fn ports<W: Write>(out: &mut W, ps: &[PortInfo]) -> io::Result<()> {
             p.index.to_string(),
             p.name.clone(),
             p.mac.to_string(),
-            if p.link_up { "up" } else { "down" }.into(),
+            match (p.admin_down, p.link_up) {
+                (true, _) => "admin-down",
+                (false, true) => "up",
+                (false, false) => "down",
+            }
+            .into(),
             if p.speed_mbps == 0 {
                 "-".into()
             } else if p.speed_mbps % 1000 == 0 {
@@ -244,6 +249,14 @@ fn stats<W: Write>(out: &mut W, s: &StatsReport) -> io::Result<()> {
         t.row(vec![d.reason.clone(), d.packets.to_string()])?;
     }
     t.finish()?;
+    if !s.events.is_empty() {
+        writeln!(out)?;
+        let mut t = Table::new(&mut *out, &["EVENT", "COUNT"], 0b10);
+        for e in &s.events {
+            t.row(vec![e.event.clone(), e.count.to_string()])?;
+        }
+        t.finish()?;
+    }
     Ok(())
 }
 
@@ -364,7 +377,10 @@ impl<W: Write> StreamOut<W> {
                         (&["ID", "VIA", "DEV", "REFS", "LLADDR"], 0b1001)
                     }
                     Request::GroupShow { .. } => (&["ID", "REFS", "MEMBERS"], 0b11),
-                    Request::NeighShow { .. } => (&["ADDRESS", "LLADDR", "DEV"], 0),
+                    Request::NeighShow { .. } => (
+                        &["ADDRESS", "LLADDR", "DEV", "STATE", "AGE", "PROBES", "HELD"],
+                        0b111_0000,
+                    ),
                     Request::AddressShow { .. } => (&["DEV", "ADDRESS"], 0),
                     _ => (&["TABLE", "PREFIX", "TARGET"], 0b1),
                 };
@@ -386,12 +402,17 @@ impl<W: Write> StreamOut<W> {
             }
             StreamOut::Table(t) => t.row(row(item)),
             StreamOut::Watch { out, rows } => {
-                if let Item::Rates(r) = item {
-                    watch_row(out, r, *rows)?;
-                    *rows += 1;
-                    out.flush()?;
+                match item {
+                    Item::Rates(r) => {
+                        watch_row(out, r, *rows)?;
+                        *rows += 1;
+                    }
+                    Item::Event(e) => {
+                        writeln!(out, "{:>10}  {}", duration(e.uptime_ms), e.message)?
+                    }
+                    _ => {}
                 }
-                Ok(())
+                out.flush()
             }
         }
     }
@@ -413,7 +434,11 @@ fn row(item: &Item) -> Vec<String> {
         Item::Route(r) => vec![
             r.table.to_string(),
             r.prefix.to_string(),
-            r.target.to_string(),
+            if r.linkdown {
+                format!("{} linkdown", r.target)
+            } else {
+                r.target.to_string()
+            },
         ],
         Item::Rule(r) => vec![
             opt(r.id),
@@ -449,8 +474,17 @@ fn row(item: &Item) -> Vec<String> {
                 .collect::<Vec<_>>()
                 .join(" "),
         ],
-        Item::Neigh(n) => vec![n.addr.to_string(), n.lladdr.to_string(), n.dev.clone()],
+        Item::Neigh(n) => vec![
+            n.addr.to_string(),
+            n.lladdr.map_or_else(|| "-".into(), |m| m.to_string()),
+            n.dev.clone(),
+            n.state.clone(),
+            duration(n.age_ms),
+            n.probes.to_string(),
+            n.held.to_string(),
+        ],
         Item::Address(a) => vec![a.dev.clone(), a.addr.to_string()],
+        Item::Event(e) => vec![duration(e.uptime_ms), e.message.clone()],
         Item::Rates(r) => vec![
             duration(r.uptime_ms),
             si(r.rx_pps),
@@ -586,6 +620,7 @@ mod tests {
             within: None,
         };
         let item = Item::Route(Route {
+            linkdown: false,
             prefix: "10.0.0.0/8".parse().unwrap(),
             table: 0,
             target: RouteTarget::Blackhole,

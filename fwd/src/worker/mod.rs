@@ -1,0 +1,493 @@
+//! A worker lcore: the poll loop that strings the data-path stages together.
+//!
+//! - [`pipeline`]: the stages over a burst (parse, classify, route, act),
+//!   each producing per-packet verdicts; pure over byte frames and tested
+//!   without DPDK.
+//! - [`local`]: what the appliance answers or originates itself (ARP, ND,
+//!   echo, ICMP errors and their rate limiter).
+//! - this file: RX, carrying out the verdicts (TX buffers, ICMP errors in
+//!   fresh mbufs, IPv4 fragments, handing packets to the control side
+//!   through [`crate::punt`]), draining what the control side asks to send,
+//!   and the drain timer.
+//!
+//! Each iteration takes one table snapshot (a single Acquire load in
+//! [`qsbr::Reader::snapshot`](crate::qsbr::Reader::snapshot)) and uses it
+//! for every burst of the iteration; dropping it at the end reports
+//! quiescence. No allocation, lock, syscall or log line per packet.
+//! Counters are accumulated per burst in locals and written once per burst
+//! into this lcore's own padded block.
+
+pub mod local;
+pub mod pipeline;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::acl::CounterWriter;
+use crate::dpdk::mbuf::{Flushed, Mbuf, RxBurst, TxBuffer, BURST};
+use crate::dpdk::mempool::Mempool;
+use crate::dpdk::port::{RxQueue, TxQueue};
+use crate::dpdk::{rdtsc, tsc_hz};
+use crate::pkt::{self, IcmpError};
+use crate::punt::{Channel, ToControl};
+use crate::qsbr::Reader;
+use crate::stats::{DropReason, Event, LcoreCounters, Stats};
+use crate::tables::Tables;
+
+use pipeline::{Clock, Packets, Pipeline, Scratch, Tally, Verdict};
+
+/// What a worker needs, built by the daemon before launch.
+pub struct WorkerSetup {
+    /// Index of this worker in the config (its counter block).
+    pub index: usize,
+    /// The RX queues it polls, with the index of their port.
+    pub rx: Vec<(usize, RxQueue)>,
+    /// One TX queue per port, indexed by port index.
+    pub tx: Vec<TxQueue>,
+    /// TX buffers are flushed at least every this many TSC cycles.
+    pub drain_cycles: u64,
+    /// This worker's rule counters and policer state.
+    pub rule_counters: CounterWriter,
+    /// Where mirror copies, ICMP errors and fragments come from.
+    pub pool: Arc<Mempool>,
+    /// Its queues to and from the control side.
+    pub channel: Arc<Channel>,
+    /// ICMP errors: rate, burst, and the code of `reject` routes.
+    pub icmp: IcmpSettings,
+}
+
+/// How this worker sends ICMP errors.
+#[derive(Clone, Copy, Debug)]
+pub struct IcmpSettings {
+    /// Errors per second (per worker); 0 sends none.
+    pub rate: u32,
+    pub burst: u32,
+    /// What `reject` routes answer.
+    pub reject: IcmpError,
+}
+
+/// The worker's state while it runs.
+pub struct Worker {
+    setup: WorkerSetup,
+    txbufs: Vec<TxBuffer>,
+    stats: Arc<Stats>,
+    limiter: local::IcmpLimiter,
+}
+
+impl Worker {
+    pub fn new(setup: WorkerSetup, stats: Arc<Stats>) -> Worker {
+        let txbufs = (0..setup.tx.len()).map(|_| TxBuffer::default()).collect();
+        let limiter = local::IcmpLimiter::new(setup.icmp.rate, setup.icmp.burst);
+        Worker {
+            setup,
+            txbufs,
+            stats,
+            limiter,
+        }
+    }
+
+    /// Polls until `stop` is set, then flushes and goes offline.
+    pub fn run(mut self, mut reader: Reader<Tables>, stop: Arc<AtomicBool>) -> i32 {
+        let stats = Arc::clone(&self.stats);
+        let counters = stats.lcore(self.setup.index);
+        let mut scratch = Scratch::default();
+        let mut burst = RxBurst::default();
+        let mut last_drain = rdtsc();
+        let clock_base = ClockBase::new(tsc_hz());
+        reader.online();
+        // Relaxed: the flag carries no data; the daemon joins the lcore
+        // (rte_eal_wait_lcore) before touching anything the worker used.
+        while !stop.load(Ordering::Relaxed) {
+            let snap = reader.snapshot();
+            let tables: &Tables = &snap;
+            let mut busy = 0;
+            for ri in 0..self.setup.rx.len() {
+                let (port, rxq) = &mut self.setup.rx[ri];
+                let port = *port;
+                let n = rxq.rx(&mut burst);
+                if n == 0 {
+                    continue;
+                }
+                busy += 1;
+                self.process(
+                    tables,
+                    port,
+                    &mut burst,
+                    &mut scratch,
+                    counters,
+                    &clock_base,
+                );
+            }
+            drop(snap);
+            if !self.setup.channel.down_is_empty() {
+                self.send_from_control(counters);
+            }
+            counters.polls.add(1);
+            if busy > 0 {
+                counters.busy_polls.add(1);
+            }
+            let now = rdtsc();
+            if now.wrapping_sub(last_drain) >= self.setup.drain_cycles {
+                self.flush_all(counters);
+                last_drain = now;
+            }
+        }
+        self.flush_all(counters);
+        reader.offline();
+        0
+    }
+
+    fn flush_all(&mut self, counters: &LcoreCounters) {
+        for p in 0..self.txbufs.len() {
+            if !self.txbufs[p].is_empty() {
+                let f = self.txbufs[p].flush(&mut self.setup.tx[p]);
+                account_tx(counters, p, f);
+            }
+        }
+    }
+
+    /// Sends what the control side queued for this worker (a burst at most
+    /// per iteration, so forwarding keeps its share).
+    fn send_from_control(&mut self, counters: &LcoreCounters) {
+        let mut n = 0;
+        while n < BURST {
+            let Some(m) = self.setup.channel.pop_down() else {
+                break;
+            };
+            n += 1;
+            let out = usize::from(m.port);
+            if enqueue(&mut self.txbufs, &mut self.setup.tx, out, m.mbuf, counters) {
+                counters.event_n(Event::Injected, 1);
+            } else {
+                counters.drop_n(DropReason::BadPort, 1);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn process(
+        &mut self,
+        t: &Tables,
+        in_port: usize,
+        burst: &mut RxBurst,
+        s: &mut Scratch,
+        counters: &LcoreCounters,
+        clock_base: &ClockBase,
+    ) {
+        let n = burst.len();
+        let mut tally = Tally::default();
+        let mut rx_bytes = 0u64;
+        for i in 0..n {
+            rx_bytes += burst.get_mut(i).map_or(0, |m| u64::from(m.pkt_len()));
+        }
+        let pipe = Pipeline {
+            tables: t,
+            in_port,
+            reject: self.setup.icmp.reject,
+        };
+        {
+            let mut io = Io {
+                burst,
+                txbufs: &mut self.txbufs,
+                tx: &mut self.setup.tx,
+                pool: &self.setup.pool,
+                counters,
+            };
+            pipe.run(
+                &mut io,
+                s,
+                &mut tally,
+                &mut self.setup.rule_counters,
+                || clock_base.now(),
+            );
+        }
+
+        // Carry out the verdicts.
+        let mut now_ns = None;
+        for i in 0..n {
+            match s.verdict[i] {
+                Verdict::Tx(port) => {
+                    let sent = burst.take(i).is_some_and(|m| {
+                        enqueue(
+                            &mut self.txbufs,
+                            &mut self.setup.tx,
+                            usize::from(port),
+                            m,
+                            counters,
+                        )
+                    });
+                    if !sent {
+                        tally.drop(DropReason::BadPort);
+                    }
+                }
+                Verdict::Reply => {
+                    let sent = burst.take(i).is_some_and(|m| {
+                        enqueue(&mut self.txbufs, &mut self.setup.tx, in_port, m, counters)
+                    });
+                    if sent {
+                        tally.event(Event::Replies);
+                    } else {
+                        tally.drop(DropReason::BadPort);
+                    }
+                }
+                Verdict::Drop(r) => tally.drop(r),
+                Verdict::Error(r, err) => {
+                    tally.drop(r);
+                    let now = *now_ns.get_or_insert_with(|| clock_base.now().now_ns);
+                    self.icmp_error(t, in_port, burst, s, i, err, now, &mut tally, counters);
+                }
+                Verdict::Hold { port } => {
+                    let Some(mbuf) = burst.take(i) else {
+                        continue;
+                    };
+                    let m = ToControl::Hold {
+                        in_port: in_port as u16,
+                        port,
+                        addr: s.hold_addr[i],
+                        mbuf,
+                    };
+                    match self.setup.channel.push_up(m) {
+                        Ok(()) => tally.event(Event::Held),
+                        Err(m) => {
+                            drop(m);
+                            tally.drop(DropReason::NoNeighbour);
+                        }
+                    }
+                }
+                Verdict::Fragment { port, mtu } => {
+                    let Some(m) = burst.take(i) else {
+                        continue;
+                    };
+                    self.fragment(m, &s.parsed[i], port, mtu, &mut tally, counters);
+                }
+                Verdict::Consumed => tally.event(Event::NeighMessages),
+                Verdict::Route | Verdict::RouteIn(_) | Verdict::Forward(_) | Verdict::Local => {
+                    tally.drop(DropReason::NoRoute);
+                }
+            }
+        }
+        for k in 0..s.n_learned {
+            let (_, msg) = s.learned[k];
+            let m = ToControl::Neigh {
+                port: in_port as u16,
+                msg,
+            };
+            // A full queue loses the message, not a packet: the neighbour
+            // is learned from the next one.
+            let _ = self.setup.channel.push_up(m);
+        }
+        // What is left in the burst are the drops: free them so the next
+        // rx_burst starts empty.
+        burst.clear();
+
+        counters.rx_packets.add(n as u64);
+        let pc = &counters.ports[in_port];
+        pc.rx_packets.add(n as u64);
+        pc.rx_bytes.add(rx_bytes);
+        for (r, &c) in tally.drops.iter().enumerate() {
+            if c != 0 {
+                counters.drops[r].add(c);
+            }
+        }
+        for (e, &c) in tally.events.iter().enumerate() {
+            if c != 0 {
+                counters.events[e].add(c);
+            }
+        }
+    }
+
+    /// Answers packet `i` with `err` out of the ingress port, rate
+    /// permitting, in a fresh mbuf (the packet itself is dropped).
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    fn icmp_error(
+        &mut self,
+        t: &Tables,
+        in_port: usize,
+        burst: &mut RxBurst,
+        s: &Scratch,
+        i: usize,
+        err: IcmpError,
+        now_ns: u64,
+        tally: &mut Tally,
+        counters: &LcoreCounters,
+    ) {
+        let (Some(port), Some(m)) = (t.port(in_port), burst.get_mut(i)) else {
+            return;
+        };
+        let mut buf = [0u8; pkt::MAX_ERROR_FRAME];
+        let Some(len) = local::error_frame(&mut buf, m.data(), &s.parsed[i], err, port) else {
+            return;
+        };
+        if !self.limiter.allow(now_ns) {
+            tally.event(Event::IcmpSuppressed);
+            return;
+        }
+        let Some(mut e) = self.setup.pool.alloc() else {
+            tally.event(Event::IcmpSuppressed);
+            return;
+        };
+        if !e.append(&buf[..len]) {
+            tally.event(Event::IcmpSuppressed);
+            return;
+        }
+        if enqueue(&mut self.txbufs, &mut self.setup.tx, in_port, e, counters) {
+            tally.event(Event::IcmpErrors);
+        }
+    }
+
+    /// Sends rewritten IPv4 packet `m` (no DF, larger than `mtu`) as
+    /// fragments of at most `mtu` bytes out of `port`.
+    #[cold]
+    fn fragment(
+        &mut self,
+        m: Mbuf,
+        p: &pkt::Parsed,
+        port: u16,
+        mtu: u16,
+        tally: &mut Tally,
+        counters: &LcoreCounters,
+    ) {
+        let mut buf = [0u8; 2048];
+        let mut offset = 0usize;
+        loop {
+            let Some((len, next)) = pkt::fragment_v4(&mut buf, m.data(), p, mtu, offset) else {
+                tally.drop(DropReason::MtuExceeded);
+                return;
+            };
+            let Some(mut f) = self.setup.pool.alloc() else {
+                tally.drop(DropReason::MtuExceeded);
+                return;
+            };
+            if !f.append(&buf[..len]) {
+                tally.drop(DropReason::MtuExceeded);
+                return;
+            }
+            if !enqueue(
+                &mut self.txbufs,
+                &mut self.setup.tx,
+                usize::from(port),
+                f,
+                counters,
+            ) {
+                tally.drop(DropReason::BadPort);
+                return;
+            }
+            tally.event(Event::Fragments);
+            match next {
+                Some(o) => offset = o,
+                None => return,
+            }
+        }
+    }
+}
+
+/// The burst as the stages see it, with what a mirror copy needs.
+struct Io<'a> {
+    burst: &'a mut RxBurst,
+    txbufs: &'a mut [TxBuffer],
+    tx: &'a mut [TxQueue],
+    pool: &'a Mempool,
+    counters: &'a LcoreCounters,
+}
+
+impl Packets for Io<'_> {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.burst.len()
+    }
+
+    #[inline(always)]
+    fn frame(&mut self, i: usize) -> Option<&mut [u8]> {
+        self.burst.get_mut(i).map(|m| m.data_mut())
+    }
+
+    #[inline(always)]
+    fn wire_len(&self, i: usize) -> u32 {
+        self.burst.pkt_len(i)
+    }
+
+    #[inline(always)]
+    fn segments(&self, i: usize) -> u16 {
+        self.burst.segments(i)
+    }
+
+    #[inline(always)]
+    fn trim_to(&mut self, i: usize, len: usize) {
+        if let Some(m) = self.burst.get_mut(i) {
+            m.trim_to(len);
+        }
+    }
+
+    fn mirror(&mut self, i: usize, port: u16) -> bool {
+        let Some(m) = self.burst.get_mut(i) else {
+            return false;
+        };
+        m.deep_copy(self.pool).is_some_and(|copy| {
+            enqueue(self.txbufs, self.tx, usize::from(port), copy, self.counters)
+        })
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, i: usize) {
+        self.burst.prefetch(i);
+    }
+}
+
+/// TSC to time without a division per burst: fixed-point multipliers.
+struct ClockBase {
+    /// Nanoseconds per cycle, scaled by 2^32.
+    ns_mult: u128,
+    /// Milliseconds per cycle, scaled by 2^32.
+    ms_mult: u128,
+}
+
+impl ClockBase {
+    fn new(hz: u64) -> ClockBase {
+        let hz = u128::from(hz.max(1));
+        ClockBase {
+            ns_mult: (1_000_000_000u128 << 32) / hz,
+            ms_mult: (1_000u128 << 32) / hz,
+        }
+    }
+
+    #[inline(always)]
+    fn now(&self) -> Clock {
+        let c = u128::from(rdtsc());
+        Clock {
+            tick_ms: ((c * self.ms_mult) >> 32) as u64,
+            now_ns: ((c * self.ns_mult) >> 32) as u64,
+        }
+    }
+}
+
+/// Queues `m` on port `out`'s TX buffer (flushing it when full). False when
+/// the port does not exist; `m` is then freed.
+#[inline(always)]
+fn enqueue(
+    txbufs: &mut [TxBuffer],
+    tx: &mut [TxQueue],
+    out: usize,
+    m: Mbuf,
+    counters: &LcoreCounters,
+) -> bool {
+    let (Some(buf), Some(q)) = (txbufs.get_mut(out), tx.get_mut(out)) else {
+        return false;
+    };
+    if let Some(f) = buf.push(m, q) {
+        account_tx(counters, out, f);
+    }
+    true
+}
+
+#[inline(always)]
+fn account_tx(counters: &LcoreCounters, port: usize, f: Flushed) {
+    counters.tx_packets.add(u64::from(f.sent));
+    let pc = &counters.ports[port];
+    pc.tx_packets.add(u64::from(f.sent));
+    pc.tx_bytes.add(f.sent_bytes);
+    if f.dropped > 0 {
+        pc.tx_dropped.add(u64::from(f.dropped));
+        counters.drop_n(DropReason::TxFull, u64::from(f.dropped));
+    }
+}

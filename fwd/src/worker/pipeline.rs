@@ -1,0 +1,554 @@
+//! The stages of the data path, over a burst of frames and their verdicts.
+//!
+//! Each stage runs over the whole burst before the next starts (l3fwd / VPP
+//! style), reading and writing the per-burst [`Scratch`]:
+//!
+//! 1. [`Pipeline::parse`]: every frame into a [`Parsed`]; RFC 1812 input
+//!    checks (IPv4 header checksum, padding past the IP length trimmed,
+//!    multi-segment frames counted); ARP and neighbour discovery answered in
+//!    place or recorded for the control side ([`super::local`]).
+//! 2. [`Pipeline::classify`]: the rule set, run only while it has rules;
+//!    actions run in rule order (count, police, DSCP, mirror; then drop,
+//!    redirect, next hop or table).
+//! 3. [`Pipeline::route`]: one batched longest-prefix lookup per family,
+//!    ECMP members picked by the flow hash.
+//! 4. [`Pipeline::act`]: the output port's state and MTU, TTL, the
+//!    neighbour's MAC; rewrite in place. Every packet ends with one final
+//!    [`Verdict`] that the poll loop carries out (transmit, answer, ICMP
+//!    error, hand to the control side, drop).
+//!
+//! The stages know frames only through [`Packets`], so they run in unit
+//! tests on plain byte vectors built with [`crate::pkt::build`], with no
+//! DPDK. No allocation, lock or syscall here.
+
+use std::net::IpAddr;
+
+use crate::acl::{self, CounterWriter, Key, RuleEntry, VLAN_NONE};
+use crate::dpdk::mbuf::BURST;
+use crate::pkt::{self, IcmpError, L3Kind, NeighMsg, Parsed};
+use crate::route::Resolved;
+use crate::stats::{DropReason, Event};
+use crate::tables::Tables;
+
+use super::local;
+
+/// A burst of frames as the stages see them.
+pub trait Packets {
+    /// Frames in the burst (some may have been taken out).
+    fn count(&self) -> usize;
+    /// The headers of frame `i` (its first segment), writable.
+    fn frame(&mut self, i: usize) -> Option<&mut [u8]>;
+    /// Frame `i`'s length on the wire (all segments).
+    fn wire_len(&self, i: usize) -> u32;
+    /// Segments of frame `i`.
+    fn segments(&self, i: usize) -> u16;
+    /// Cuts frame `i` to `len` bytes (Ethernet padding after the IP packet).
+    fn trim_to(&mut self, i: usize, len: usize);
+    /// Sends a copy of frame `i`, as it is now, out of `port`.
+    fn mirror(&mut self, i: usize, port: u16) -> bool;
+    /// Hint that frame `i` is next.
+    fn prefetch(&self, _i: usize) {}
+}
+
+/// What happens to a packet. The first four are intermediate (between
+/// stages); the rest are final.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Look the destination up in the ingress port's table.
+    Route,
+    /// Look it up in this table (policy routing).
+    RouteIn(u32),
+    /// Send via this next hop.
+    Forward(u32),
+    /// Addressed to the appliance: answered if it is a ping.
+    Local,
+    /// Dropped and counted.
+    Drop(DropReason),
+    /// Rewritten: out of this port.
+    Tx(u16),
+    /// IPv4 larger than the port's MTU without DF, rewritten: fragment it
+    /// to `mtu` and send the fragments out of `port`.
+    Fragment { port: u16, mtu: u16 },
+    /// Turned into our answer in place: back out of the ingress port.
+    Reply,
+    /// Dropped for `DropReason`, answered with this ICMP error (rate
+    /// permitting) out of the ingress port.
+    Error(DropReason, IcmpError),
+    /// The next hop on `port` has no MAC yet: to the control side, which
+    /// holds it while it resolves [`Scratch::hold_addr`].
+    Hold { port: u16 },
+    /// Consumed: an ARP / ND message recorded for the control side.
+    Consumed,
+}
+
+/// Per-burst scratch, on the worker's stack.
+pub struct Scratch {
+    pub parsed: [Parsed; BURST],
+    pub verdict: [Verdict; BURST],
+    /// For `Hold`: the address to resolve (the gateway, or the destination
+    /// of a connected route).
+    pub hold_addr: [IpAddr; BURST],
+    /// ARP / ND messages to hand to the control side: (packet, message).
+    pub learned: [(u8, NeighMsg); BURST],
+    pub n_learned: usize,
+    keys: [Key; BURST],
+    key_idx: [u8; BURST],
+    v4_idx: [u8; BURST],
+    v4_dst: [u32; BURST],
+    v4_hash: [u32; BURST],
+    v4_out: [Resolved; BURST],
+    v6_idx: [u8; BURST],
+    v6_dst: [u128; BURST],
+    v6_hash: [u32; BURST],
+    v6_out: [Resolved; BURST],
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        let none = NeighMsg::RouterSolicitation {
+            src: std::net::Ipv6Addr::UNSPECIFIED,
+            sll: None,
+        };
+        Scratch {
+            parsed: [Parsed::default(); BURST],
+            verdict: [Verdict::Route; BURST],
+            hold_addr: [IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED); BURST],
+            learned: [(0, none); BURST],
+            n_learned: 0,
+            keys: [Key::default(); BURST],
+            key_idx: [0; BURST],
+            v4_idx: [0; BURST],
+            v4_dst: [0; BURST],
+            v4_hash: [0; BURST],
+            v4_out: [Resolved::NoRoute; BURST],
+            v6_idx: [0; BURST],
+            v6_dst: [0; BURST],
+            v6_hash: [0; BURST],
+            v6_out: [Resolved::NoRoute; BURST],
+        }
+    }
+}
+
+/// Coarse time for rule counters (`last_used` tick) and policers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Clock {
+    pub tick_ms: u64,
+    pub now_ns: u64,
+}
+
+/// Per-burst counts the poll loop adds to the lcore's block once.
+#[derive(Default)]
+pub struct Tally {
+    pub drops: [u64; DropReason::COUNT],
+    pub events: [u64; Event::COUNT],
+}
+
+impl Tally {
+    #[inline(always)]
+    pub fn drop(&mut self, r: DropReason) {
+        self.drops[r as usize] += 1;
+    }
+
+    #[inline(always)]
+    pub fn event(&mut self, e: Event) {
+        self.events[e as usize] += 1;
+    }
+}
+
+/// One burst from one port through the stages.
+pub struct Pipeline<'a> {
+    pub tables: &'a Tables,
+    pub in_port: usize,
+    /// The unreachable code `reject` routes answer with.
+    pub reject: IcmpError,
+}
+
+impl Pipeline<'_> {
+    /// Runs every stage; `s.verdict[..n]` are final afterwards.
+    #[inline(always)]
+    pub fn run<P: Packets>(
+        &self,
+        pkts: &mut P,
+        s: &mut Scratch,
+        tally: &mut Tally,
+        rules: &mut CounterWriter,
+        clock: impl FnOnce() -> Clock,
+    ) {
+        self.parse(pkts, s, tally);
+        if !self.tables.acl.is_empty() {
+            self.classify(pkts, s, tally, rules, clock());
+        }
+        self.route(s, pkts.count());
+        self.act(pkts, s);
+    }
+
+    /// Stage 1: parse, input checks, neighbour protocols.
+    #[inline(always)]
+    pub fn parse<P: Packets>(&self, pkts: &mut P, s: &mut Scratch, tally: &mut Tally) {
+        let port = self.tables.port(self.in_port);
+        let up = port.is_some_and(|p| p.is_up());
+        s.n_learned = 0;
+        for i in 0..pkts.count() {
+            pkts.prefetch(i + 1);
+            if !up {
+                s.verdict[i] = Verdict::Drop(DropReason::LinkDown);
+                continue;
+            }
+            if pkts.segments(i) > 1 {
+                s.verdict[i] = Verdict::Drop(DropReason::MultiSegment);
+                continue;
+            }
+            let Some(frame) = pkts.frame(i) else {
+                s.verdict[i] = Verdict::Drop(DropReason::Malformed);
+                continue;
+            };
+            let p = &mut s.parsed[i];
+            s.verdict[i] = match pkt::parse_into(frame, p) {
+                Ok(()) => {
+                    let end = usize::from(p.l3_off) + usize::from(p.l3_len);
+                    if p.kind == L3Kind::V4 && !pkt::ipv4_checksum_ok(frame, p) {
+                        Verdict::Drop(DropReason::BadChecksum)
+                    } else if let Some(v) = port.and_then(|pi| {
+                        local::neighbour_v6(
+                            frame,
+                            p,
+                            pi,
+                            &mut s.learned,
+                            &mut s.n_learned,
+                            i,
+                            tally,
+                        )
+                    }) {
+                        v
+                    } else {
+                        if frame.len() > end {
+                            pkts.trim_to(i, end);
+                        }
+                        if is_multicast(p) {
+                            // No multicast routing: link-scope control
+                            // traffic (MLD, IGMP, routing protocols) is for
+                            // the appliance's host side.
+                            Verdict::Drop(DropReason::Local)
+                        } else if p.kind == L3Kind::V6
+                            && port.is_some_and(|pi| pi.link_local == p.dst_v6())
+                        {
+                            Verdict::Local
+                        } else {
+                            Verdict::Route
+                        }
+                    }
+                }
+                Err(e) if e.is_malformed() => Verdict::Drop(DropReason::Malformed),
+                Err(_) => match port {
+                    Some(pi) => local::arp(frame, pi, &mut s.learned, &mut s.n_learned, i),
+                    None => Verdict::Drop(DropReason::NotIp),
+                },
+            };
+        }
+    }
+
+    /// Stage 2: the rule set over the routable packets.
+    #[inline(always)]
+    pub fn classify<P: Packets>(
+        &self,
+        pkts: &mut P,
+        s: &mut Scratch,
+        tally: &mut Tally,
+        rc: &mut CounterWriter,
+        clock: Clock,
+    ) {
+        let t = self.tables;
+        let mut m = 0;
+        for i in 0..pkts.count() {
+            if s.verdict[i] != Verdict::Route {
+                continue;
+            }
+            let p = &s.parsed[i];
+            let v6 = p.kind == L3Kind::V6;
+            s.keys[m] = Key {
+                src: if v6 {
+                    p.src_v6()
+                } else {
+                    u128::from(p.src_v4())
+                },
+                dst: if v6 {
+                    p.dst_v6()
+                } else {
+                    u128::from(p.dst_v4())
+                },
+                is_v6: v6,
+                proto: p.proto,
+                sport: p.sport,
+                dport: p.dport,
+                in_port: self.in_port as u16,
+                vlan: p.outer_vlan.unwrap_or(VLAN_NONE),
+                dscp: p.dscp,
+                tcp_flags: p.tcp_flags,
+            };
+            s.key_idx[m] = i as u8;
+            m += 1;
+        }
+        if m == 0 {
+            return;
+        }
+        let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
+        t.acl.classify_burst(&s.keys[..m], &mut found[..m]);
+        for (k, hit) in found[..m].iter().enumerate() {
+            let Some(rule) = hit else {
+                continue;
+            };
+            let i = usize::from(s.key_idx[k]);
+            let bytes = pkts.wire_len(i);
+            rc.hit(rule.slot(), bytes, clock.tick_ms);
+            for a in rule.actions() {
+                match *a {
+                    acl::Action::Permit | acl::Action::Count | acl::Action::Mark { .. } => {}
+                    acl::Action::Drop => {
+                        s.verdict[i] = Verdict::Drop(DropReason::AclDrop);
+                        break;
+                    }
+                    acl::Action::Police { rate, burst: depth } => {
+                        if !rc.police(rule.slot(), rate, depth, bytes, clock.now_ns) {
+                            s.verdict[i] = Verdict::Drop(DropReason::Policed);
+                            break;
+                        }
+                    }
+                    acl::Action::SetDscp { dscp } => {
+                        if let Some(f) = pkts.frame(i) {
+                            pkt::set_dscp(f, &s.parsed[i], dscp);
+                        }
+                    }
+                    acl::Action::Mirror { port } => {
+                        if !pkts.mirror(i, port) {
+                            tally.event(Event::MirrorFailed);
+                        }
+                    }
+                    acl::Action::Redirect { port } => {
+                        s.verdict[i] = Verdict::Tx(port);
+                        break;
+                    }
+                    acl::Action::SetNextHop { nh } => {
+                        s.verdict[i] = Verdict::Forward(nh);
+                        break;
+                    }
+                    acl::Action::SetTable { vrf } => {
+                        s.verdict[i] = Verdict::RouteIn(vrf);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stage 3: longest-prefix match, batched per family; policy-routed
+    /// packets one by one. The flow hash only matters to ECMP groups.
+    #[inline(always)]
+    pub fn route(&self, s: &mut Scratch, n: usize) {
+        let t = self.tables;
+        let ecmp = t.routing.has_groups();
+        let (mut n4, mut n6) = (0usize, 0usize);
+        for i in 0..n {
+            if let Verdict::RouteIn(vrf) = s.verdict[i] {
+                let p = &s.parsed[i];
+                let h = if ecmp { pkt::flow_hash(p) } else { 0 };
+                s.verdict[i] = self.resolved(match p.kind {
+                    L3Kind::V4 => t.routing.lookup4(vrf, p.dst_v4(), h),
+                    L3Kind::V6 => t.routing.lookup6(vrf, p.dst_v6(), h),
+                });
+                continue;
+            }
+            if s.verdict[i] != Verdict::Route {
+                continue;
+            }
+            let p = &s.parsed[i];
+            match p.kind {
+                L3Kind::V4 => {
+                    s.v4_idx[n4] = i as u8;
+                    s.v4_dst[n4] = p.dst_v4();
+                    s.v4_hash[n4] = if ecmp { pkt::flow_hash(p) } else { 0 };
+                    n4 += 1;
+                }
+                L3Kind::V6 => {
+                    s.v6_idx[n6] = i as u8;
+                    s.v6_dst[n6] = p.dst_v6();
+                    s.v6_hash[n6] = if ecmp { pkt::flow_hash(p) } else { 0 };
+                    n6 += 1;
+                }
+            }
+        }
+        let vrf = t.port_vrf(self.in_port);
+        if n4 > 0 {
+            t.routing
+                .lookup4_burst(vrf, &s.v4_dst[..n4], &s.v4_hash[..n4], &mut s.v4_out[..n4]);
+            for k in 0..n4 {
+                s.verdict[usize::from(s.v4_idx[k])] = self.resolved(s.v4_out[k]);
+            }
+        }
+        if n6 > 0 {
+            t.routing
+                .lookup6_burst(vrf, &s.v6_dst[..n6], &s.v6_hash[..n6], &mut s.v6_out[..n6]);
+            for k in 0..n6 {
+                let i = usize::from(s.v6_idx[k]);
+                // Link-local destinations are never forwarded (RFC 4291 2.5.6).
+                s.verdict[i] = if s.v6_dst[k] >> 118 == 0x3fa {
+                    Verdict::Drop(DropReason::NoRoute)
+                } else {
+                    self.resolved(s.v6_out[k])
+                };
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn resolved(&self, r: Resolved) -> Verdict {
+        match r {
+            Resolved::Forward(nh) => Verdict::Forward(nh),
+            Resolved::NoRoute => Verdict::Error(DropReason::NoRoute, IcmpError::NetUnreachable),
+            Resolved::Blackhole => Verdict::Drop(DropReason::Blackhole),
+            Resolved::Reject => Verdict::Error(DropReason::Reject, self.reject),
+            Resolved::Local => Verdict::Local,
+        }
+    }
+
+    /// Stage 4: egress checks and rewrite; every verdict is final after it.
+    #[inline(always)]
+    pub fn act<P: Packets>(&self, pkts: &mut P, s: &mut Scratch) {
+        let t = self.tables;
+        let in_mac = t.port_mac(self.in_port).unwrap_or([0; 6]);
+        // Packets of a burst mostly share a next hop: resolve it once.
+        let mut cached: (u32, Egress) = (u32::MAX, Egress::Drop(DropReason::NoRoute));
+        for i in 0..pkts.count() {
+            let nh_id = match s.verdict[i] {
+                Verdict::Forward(nh) => nh,
+                Verdict::Route | Verdict::RouteIn(_) => {
+                    s.verdict[i] = Verdict::Drop(DropReason::NoRoute);
+                    continue;
+                }
+                Verdict::Local => {
+                    let p = &s.parsed[i];
+                    let replied = pkts
+                        .frame(i)
+                        .is_some_and(|f| pkt::echo_reply_in_place(f, p, in_mac));
+                    s.verdict[i] = if replied {
+                        Verdict::Reply
+                    } else {
+                        Verdict::Drop(DropReason::Local)
+                    };
+                    continue;
+                }
+                Verdict::Tx(port) => {
+                    // A classifier redirect: unchanged, if the port is up.
+                    if !t.port(usize::from(port)).is_some_and(|p| p.is_up()) {
+                        s.verdict[i] = Verdict::Drop(DropReason::LinkDown);
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if cached.0 != nh_id {
+                cached = (nh_id, egress(t, nh_id));
+            }
+            let (port, mtu, dst_mac, src_mac, gateway) = match cached.1 {
+                Egress::Ok {
+                    port,
+                    mtu,
+                    dst_mac,
+                    src_mac,
+                    gateway,
+                } => (port, mtu, dst_mac, src_mac, gateway),
+                Egress::Drop(r) => {
+                    s.verdict[i] = Verdict::Drop(r);
+                    continue;
+                }
+            };
+            let p = &s.parsed[i];
+            if p.ttl <= 1 {
+                s.verdict[i] = Verdict::Error(DropReason::TtlExpired, IcmpError::TimeExceeded);
+                continue;
+            }
+            let mut fragment = false;
+            if p.l3_len > mtu {
+                let df = pkts.frame(i).is_some_and(|f| local::dont_fragment(f, p));
+                s.verdict[i] = match p.kind {
+                    L3Kind::V4 if !df => {
+                        fragment = true;
+                        s.verdict[i]
+                    }
+                    L3Kind::V4 => {
+                        Verdict::Error(DropReason::MtuExceeded, IcmpError::FragNeeded { mtu })
+                    }
+                    L3Kind::V6 => Verdict::Error(
+                        DropReason::MtuExceeded,
+                        IcmpError::PacketTooBig {
+                            mtu: u32::from(mtu),
+                        },
+                    ),
+                };
+                if !fragment {
+                    continue;
+                }
+            }
+            let Some(dst_mac) = dst_mac else {
+                s.hold_addr[i] = gateway.unwrap_or_else(|| p.dst_addr());
+                s.verdict[i] = Verdict::Hold { port };
+                continue;
+            };
+            let rewritten = pkts
+                .frame(i)
+                .is_some_and(|f| pkt::forward_rewrite(f, p, dst_mac, src_mac).is_ok());
+            s.verdict[i] = match (rewritten, fragment) {
+                (false, _) => Verdict::Drop(DropReason::Malformed),
+                (true, false) => Verdict::Tx(port),
+                (true, true) => Verdict::Fragment { port, mtu },
+            };
+        }
+    }
+}
+
+/// IPv4 multicast (224.0.0.0/4) or limited broadcast (and class E), or
+/// IPv6 multicast (ff00::/8).
+#[inline(always)]
+fn is_multicast(p: &Parsed) -> bool {
+    match p.kind {
+        L3Kind::V4 => p.dst[0] >= 224,
+        L3Kind::V6 => p.dst[0] == 0xff,
+    }
+}
+
+/// A next hop, ready for transmission, or why it cannot be used.
+#[derive(Clone, Copy)]
+enum Egress {
+    Ok {
+        port: u16,
+        mtu: u16,
+        /// `None` while the neighbour is unresolved.
+        dst_mac: Option<[u8; 6]>,
+        src_mac: [u8; 6],
+        gateway: Option<IpAddr>,
+    },
+    Drop(DropReason),
+}
+
+#[inline(always)]
+fn egress(t: &Tables, id: u32) -> Egress {
+    let Some(nh) = t.routing.nexthop(id) else {
+        return Egress::Drop(DropReason::NoRoute);
+    };
+    let Some(out) = t.port(usize::from(nh.port)) else {
+        return Egress::Drop(DropReason::BadPort);
+    };
+    if !out.is_up() {
+        return Egress::Drop(DropReason::LinkDown);
+    }
+    Egress::Ok {
+        port: nh.port,
+        mtu: out.mtu,
+        dst_mac: nh.mac,
+        src_mac: out.mac,
+        gateway: nh.gateway,
+    }
+}
+
+#[cfg(test)]
+#[path = "pipeline_tests.rs"]
+mod tests;

@@ -1,0 +1,413 @@
+//! The stages on frames from `pkt::build`, against tables built by the
+//! control side's own `apply`: no DPDK.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use ctl::wire::{self, Change, RouteTarget};
+
+use super::*;
+use crate::acl;
+use crate::control;
+use crate::pkt::build::{self, FrameSpec};
+use crate::tables::PortInfo;
+
+const MAC_A: [u8; 6] = [2, 0, 0, 0, 0xa, 1];
+const MAC_B: [u8; 6] = [2, 0, 0, 0, 0xb, 1];
+const GW_MAC: [u8; 6] = [2, 0, 0, 0, 0xb, 0xfe];
+const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0xa, 2];
+
+/// A burst of plain frames.
+#[derive(Default)]
+struct Frames {
+    f: Vec<Vec<u8>>,
+    segs: Vec<u16>,
+    mirrored: Vec<(usize, u16)>,
+}
+
+impl Frames {
+    fn new(f: Vec<Vec<u8>>) -> Frames {
+        let segs = vec![1; f.len()];
+        Frames {
+            f,
+            segs,
+            mirrored: Vec::new(),
+        }
+    }
+}
+
+impl Packets for Frames {
+    fn count(&self) -> usize {
+        self.f.len()
+    }
+    fn frame(&mut self, i: usize) -> Option<&mut [u8]> {
+        self.f.get_mut(i).map(Vec::as_mut_slice)
+    }
+    fn wire_len(&self, i: usize) -> u32 {
+        self.f[i].len() as u32
+    }
+    fn segments(&self, i: usize) -> u16 {
+        self.segs[i]
+    }
+    fn trim_to(&mut self, i: usize, len: usize) {
+        self.f[i].truncate(len);
+    }
+    fn mirror(&mut self, i: usize, port: u16) -> bool {
+        self.mirrored.push((i, port));
+        true
+    }
+}
+
+/// Port `a` (10.1.0.1/24, fd01::1/64) and port `b` (10.2.0.1/24, fd02::1/64,
+/// MTU 1280); gateway 10.2.0.254 on b resolved; 198.51.100.0/24 via it,
+/// 203.0.113.0/24 reject, 192.0.2.0/24 blackhole, 2001:db8::/32 via fd02::fe
+/// (unresolved).
+fn tables(extra: Vec<Change>) -> Tables {
+    let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
+    let ports = vec![
+        PortInfo::new("a", MAC_A, 0),
+        PortInfo {
+            mtu: 1280,
+            ..PortInfo::new("b", MAC_B, 0)
+        },
+    ];
+    let base = Tables::empty(ports, acl_w.current().clone());
+    let addr = |a: &str, dev: &str| {
+        Change::AddressAdd(wire::Address {
+            addr: a.parse().unwrap(),
+            dev: dev.into(),
+        })
+    };
+    let route = |p: &str, target: RouteTarget| {
+        Change::RouteAdd(wire::Route {
+            linkdown: false,
+            prefix: p.parse().unwrap(),
+            table: 0,
+            target,
+        })
+    };
+    let via = |g: &str| RouteTarget::Gateway {
+        via: Some(g.parse().unwrap()),
+        dev: Some("b".into()),
+    };
+    let mut changes = vec![
+        addr("10.1.0.1/24", "a"),
+        addr("fd01::1/64", "a"),
+        addr("10.2.0.1/24", "b"),
+        addr("fd02::1/64", "b"),
+        Change::NeighAdd(wire::Neigh {
+            addr: "10.2.0.254".parse().unwrap(),
+            lladdr: wire::Mac(GW_MAC),
+            dev: "b".into(),
+        }),
+        route("198.51.100.0/24", via("10.2.0.254")),
+        route("203.0.113.0/24", RouteTarget::Reject),
+        route("192.0.2.0/24", RouteTarget::Blackhole),
+        route("2001:db8::/32", via("fd02::fe")),
+    ];
+    changes.extend(extra);
+    control::apply_changes(&base, &mut acl_w, &changes)
+        .map_err(|e| e.to_string())
+        .unwrap()
+        .tables
+}
+
+fn run(t: &Tables, frames: &mut Frames) -> (Scratch, Tally) {
+    let mut s = Scratch::default();
+    let mut tally = Tally::default();
+    let (_, mut writers) = acl::CounterSet::new(1, 1024);
+    let pipe = Pipeline {
+        tables: t,
+        in_port: 0,
+        reject: IcmpError::AdminProhibited,
+    };
+    pipe.run(frames, &mut s, &mut tally, &mut writers[0], Clock::default);
+    (s, tally)
+}
+
+fn from_host() -> FrameSpec {
+    FrameSpec {
+        dst_mac: MAC_A,
+        src_mac: HOST_MAC,
+        ..FrameSpec::default()
+    }
+}
+
+fn udp4_to(dst: [u8; 4], spec: &FrameSpec, len: usize) -> Vec<u8> {
+    build::udp4(
+        spec,
+        Ipv4Addr::new(10, 1, 0, 2),
+        Ipv4Addr::from(dst),
+        1000,
+        53,
+        &vec![0xab; len],
+    )
+}
+
+#[test]
+fn forwarded_packets_are_rewritten_for_their_resolved_next_hop() {
+    let t = tables(vec![]);
+    let mut f = Frames::new(vec![udp4_to([198, 51, 100, 7], &from_host(), 100)]);
+    let before = f.f[0].clone();
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Tx(1));
+    let out = &f.f[0];
+    assert_eq!(out[..6], GW_MAC);
+    assert_eq!(out[6..12], MAC_B);
+    assert_eq!(out[22], before[22] - 1, "TTL decremented");
+    assert!(pkt::csum::verify_ipv4_header(&out[14..34]));
+}
+
+#[test]
+fn an_unresolved_next_hop_holds_the_packet_for_its_address() {
+    let t = tables(vec![]);
+    let v6 = build::udp6(
+        &from_host(),
+        "fd01::2".parse().unwrap(),
+        "2001:db8::9".parse().unwrap(),
+        1,
+        2,
+        &[0; 8],
+    );
+    let mut f = Frames::new(vec![udp4_to([10, 2, 0, 9], &from_host(), 10), v6]);
+    let (s, _) = run(&t, &mut f);
+    // A connected destination: the neighbour is the destination itself.
+    assert_eq!(s.verdict[0], Verdict::Hold { port: 1 });
+    assert_eq!(s.hold_addr[0], IpAddr::V4(Ipv4Addr::new(10, 2, 0, 9)));
+    // Via a gateway: the gateway.
+    assert_eq!(s.verdict[1], Verdict::Hold { port: 1 });
+    assert_eq!(s.hold_addr[1], "fd02::fe".parse::<IpAddr>().unwrap());
+}
+
+#[test]
+fn errors_for_ttl_no_route_and_reject_routes() {
+    let t = tables(vec![]);
+    let ttl1 = FrameSpec {
+        ttl: 1,
+        ..from_host()
+    };
+    let mut f = Frames::new(vec![
+        udp4_to([198, 51, 100, 7], &ttl1, 10),
+        udp4_to([100, 64, 0, 1], &from_host(), 10),
+        udp4_to([203, 0, 113, 1], &from_host(), 10),
+        udp4_to([192, 0, 2, 1], &from_host(), 10),
+    ]);
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(
+        s.verdict[0],
+        Verdict::Error(DropReason::TtlExpired, IcmpError::TimeExceeded)
+    );
+    assert_eq!(
+        s.verdict[1],
+        Verdict::Error(DropReason::NoRoute, IcmpError::NetUnreachable)
+    );
+    assert_eq!(
+        s.verdict[2],
+        Verdict::Error(DropReason::Reject, IcmpError::AdminProhibited)
+    );
+    assert_eq!(s.verdict[3], Verdict::Drop(DropReason::Blackhole));
+}
+
+#[test]
+fn the_output_mtu_decides_between_fragmenting_and_refusing() {
+    let t = tables(vec![]);
+    let df = FrameSpec {
+        dont_fragment: true,
+        ..from_host()
+    };
+    let v6 = build::udp6(
+        &from_host(),
+        "fd01::2".parse().unwrap(),
+        "fd02::fe".parse().unwrap(),
+        1,
+        2,
+        &[0; 1400],
+    );
+    let mut f = Frames::new(vec![
+        udp4_to([198, 51, 100, 7], &df, 1400),
+        udp4_to([198, 51, 100, 7], &from_host(), 1400),
+        udp4_to([198, 51, 100, 7], &df, 1252),
+        v6,
+    ]);
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(
+        s.verdict[0],
+        Verdict::Error(DropReason::MtuExceeded, IcmpError::FragNeeded { mtu: 1280 })
+    );
+    assert_eq!(s.verdict[1], Verdict::Fragment { port: 1, mtu: 1280 });
+    assert_eq!(s.verdict[2], Verdict::Tx(1), "exactly 1280 bytes fits");
+    assert_eq!(
+        s.verdict[3],
+        Verdict::Error(
+            DropReason::MtuExceeded,
+            IcmpError::PacketTooBig { mtu: 1280 }
+        )
+    );
+}
+
+#[test]
+fn input_checks_of_rfc_1812() {
+    let t = tables(vec![]);
+    let mut bad = udp4_to([198, 51, 100, 7], &from_host(), 10);
+    bad[24] ^= 0xff; // header checksum
+    let padded = FrameSpec {
+        min_len: 200,
+        ..from_host()
+    };
+    let mut f = Frames::new(vec![
+        bad,
+        udp4_to([198, 51, 100, 7], &padded, 10),
+        udp4_to([198, 51, 100, 7], &from_host(), 10),
+    ]);
+    f.segs[2] = 2;
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Drop(DropReason::BadChecksum));
+    assert_eq!(s.verdict[1], Verdict::Tx(1));
+    assert_eq!(f.f[1].len(), 14 + 20 + 8 + 10, "padding trimmed");
+    assert_eq!(s.verdict[2], Verdict::Drop(DropReason::MultiSegment));
+}
+
+#[test]
+fn arp_and_nd_are_answered_and_handed_over() {
+    let t = tables(vec![]);
+    let req = build::arp_request(
+        &FrameSpec {
+            dst_mac: [0xff; 6],
+            src_mac: HOST_MAC,
+            ..FrameSpec::default()
+        },
+        Ipv4Addr::new(10, 1, 0, 2),
+        Ipv4Addr::new(10, 1, 0, 1),
+    );
+    let other = build::arp_request(
+        &FrameSpec {
+            dst_mac: [0xff; 6],
+            src_mac: HOST_MAC,
+            ..FrameSpec::default()
+        },
+        Ipv4Addr::new(10, 1, 0, 2),
+        Ipv4Addr::new(10, 1, 0, 3),
+    );
+    let mut f = Frames::new(vec![req, other]);
+    let (s, tally) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Reply);
+    assert_eq!(f.f[0][..6], HOST_MAC, "the reply goes to the asker");
+    assert_eq!(s.verdict[1], Verdict::Consumed, "someone else's question");
+    assert_eq!(s.n_learned, 1);
+    assert_eq!(
+        s.learned[0],
+        (
+            0,
+            NeighMsg::ArpRequest {
+                sender_ip: Ipv4Addr::new(10, 1, 0, 2),
+                sender_mac: HOST_MAC,
+                target_ip: Ipv4Addr::new(10, 1, 0, 1),
+            }
+        )
+    );
+    assert_eq!(tally.drops.iter().sum::<u64>(), 0);
+}
+
+#[test]
+fn pings_of_our_addresses_and_link_local_are_answered() {
+    let t = tables(vec![]);
+    let ll = Ipv6Addr::from(t.port(0).unwrap().link_local);
+    let mut f = Frames::new(vec![
+        build::icmp4_echo(
+            &from_host(),
+            Ipv4Addr::new(10, 1, 0, 2),
+            Ipv4Addr::new(10, 2, 0, 1),
+            1,
+            1,
+            b"hi",
+        ),
+        build::icmp6_echo(&from_host(), "fe80::2".parse().unwrap(), ll, 1, 1, b"hi"),
+        build::icmp6_echo(
+            &from_host(),
+            "fe80::2".parse().unwrap(),
+            "fe80::99".parse().unwrap(),
+            1,
+            1,
+            b"hi",
+        ),
+    ]);
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Reply);
+    assert_eq!(s.verdict[1], Verdict::Reply);
+    assert_eq!(
+        s.verdict[2],
+        Verdict::Drop(DropReason::NoRoute),
+        "link-local destinations are never forwarded"
+    );
+    let mut f = Frames::new(vec![
+        udp4_to([224, 0, 0, 5], &from_host(), 10),
+        udp4_to([255, 255, 255, 255], &from_host(), 10),
+        build::udp6(
+            &from_host(),
+            "fe80::2".parse().unwrap(),
+            "ff02::16".parse().unwrap(),
+            1,
+            2,
+            &[0; 8],
+        ),
+    ]);
+    let (s, _) = run(&t, &mut f);
+    for i in 0..3 {
+        assert_eq!(
+            s.verdict[i],
+            Verdict::Drop(DropReason::Local),
+            "multicast {i} is not routed"
+        );
+    }
+}
+
+#[test]
+fn down_ports_neither_receive_nor_send() {
+    let mut t = tables(vec![]);
+    let mut ports = t.ports.to_vec();
+    ports[1].carrier = false;
+    t.ports = ports.into();
+    let mut f = Frames::new(vec![udp4_to([198, 51, 100, 7], &from_host(), 10)]);
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Drop(DropReason::LinkDown));
+    let mut ports = t.ports.to_vec();
+    ports[0].admin_up = false;
+    t.ports = ports.into();
+    let mut f = Frames::new(vec![udp4_to([10, 1, 0, 1], &from_host(), 10)]);
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Drop(DropReason::LinkDown));
+}
+
+#[test]
+fn classifier_actions_take_effect_before_routing() {
+    let rule = |id: u32, dport: u16, actions: Vec<wire::Action>| {
+        Change::RuleAdd(Box::new(wire::Rule {
+            id: Some(id),
+            priority: id,
+            matches: wire::RuleMatch {
+                dport: Some(wire::PortRange {
+                    lo: dport,
+                    hi: dport,
+                }),
+                ..Default::default()
+            },
+            actions,
+        }))
+    };
+    let t = tables(vec![
+        rule(
+            1,
+            53,
+            vec![wire::Action::Mirror("a".into()), wire::Action::Drop],
+        ),
+        rule(2, 54, vec![wire::Action::Redirect("b".into())]),
+    ]);
+    let mut other = udp4_to([198, 51, 100, 7], &from_host(), 10);
+    other[14 + 20 + 3] = 54; // dport 54
+    other[14 + 20 + 6] = 0; // no UDP checksum
+    other[14 + 20 + 7] = 0;
+    let mut f = Frames::new(vec![udp4_to([198, 51, 100, 7], &from_host(), 10), other]);
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Drop(DropReason::AclDrop));
+    assert_eq!(f.mirrored, vec![(0, 0)]);
+    assert_eq!(s.verdict[1], Verdict::Tx(1));
+}
