@@ -6,6 +6,10 @@
 # after a warm-up. Results go to bench-results/throughput.md.
 #
 #   deploy/bench/throughput.sh [ROUTES]     (default 1000 routes)
+#
+# BASELINE_FWD=/path/to/another/fwd (BASELINE_LABEL=name) adds a row for
+# that binary (e.g. the previous commit's release build) on the same recipe
+# in the same run.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -25,6 +29,12 @@ timeout -s INT 33 "$ROOT/target/release/fwd" "$WORK/fwd.yaml" --stats-interval 1
     > "$WORK/fwd.out" 2> "$WORK/fwd.err" || true
 fwd_rates=$(grep -o 'in: rx *[0-9.]* Mpps' "$WORK/fwd.out" | awk '{print $3}' | tail -n 2)
 [ -n "$fwd_rates" ] || { cat "$WORK/fwd.err"; echo "bench: fwd produced no rates" >&2; exit 1; }
+base_rates=""
+if [ -n "${BASELINE_FWD:-}" ]; then
+    timeout -s INT 33 "$BASELINE_FWD" "$WORK/fwd.yaml" --stats-interval 10 \
+        > "$WORK/base.out" 2> "$WORK/base.err" || true
+    base_rates=$(grep -o 'in: rx *[0-9.]* Mpps' "$WORK/base.out" | awk '{print $3}' | tail -n 2)
+fi
 
 # testpmd: same vdevs, same lcores, its own stats period.
 run_testpmd() {
@@ -61,6 +71,10 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     echo "| program | Mpps (per 10 s interval) | mean Mpps | ns/packet |"
     echo "|---|---|---|---|"
     echo "| fwd (parse + LPM + TTL/checksum + MAC rewrite) | $(echo $fwd_rates) | $fwd_avg | $nspp |"
+    if [ -n "$base_rates" ]; then
+        base_avg=$(echo "$base_rates" | avg)
+        echo "| baseline fwd (${BASELINE_LABEL:-$BASELINE_FWD}) | $(echo $base_rates) | $base_avg | $(awk -v a="$base_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
+    fi
     echo "| dpdk-testpmd macswap | $(echo $macswap) | $mac_avg | $(awk -v a="$mac_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     echo "| dpdk-testpmd io | $(echo $io) | $io_avg | $(awk -v a="$io_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     echo

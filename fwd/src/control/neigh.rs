@@ -336,14 +336,21 @@ impl NeighDriver {
             return;
         };
         let mut buf = [0u8; pkt::MAX_ERROR_FRAME];
-        let Some(len) =
-            local::error_frame(&mut buf, h.mbuf.data(), &p, IcmpError::HostUnreachable, pi)
-        else {
-            return;
-        };
         let now_ns = self.started.elapsed().as_nanos() as u64;
-        if self.limiter.allow(now_ns) && self.send(h.worker, h.in_port, &buf[..len]) {
-            self.counters.unreachable_sent += 1;
+        let err = IcmpError::HostUnreachable;
+        let built = local::error_frame(
+            &mut buf,
+            h.mbuf.data(),
+            &p,
+            err,
+            pi,
+            &mut self.limiter,
+            now_ns,
+        );
+        if let Ok(len) = built {
+            if self.send(h.worker, h.in_port, &buf[..len]) {
+                self.counters.unreachable_sent += 1;
+            }
         }
     }
 

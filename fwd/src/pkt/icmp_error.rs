@@ -47,8 +47,10 @@ pub enum IcmpError {
     },
     /// IPv6 only: type 2 code 0.
     PacketTooBig {
-        /// Next-hop MTU, written to bytes 4..8.
-        mtu: u32,
+        /// Next-hop MTU, written to bytes 4..8 (16 bits are plenty for an
+        /// Ethernet MTU, and keep this type, and the worker's per-packet
+        /// verdict that carries it, register-sized).
+        mtu: u16,
     },
 }
 
@@ -81,7 +83,7 @@ impl IcmpError {
                 let [hi, lo] = mtu.to_be_bytes();
                 [0, 0, hi, lo]
             }
-            Self::PacketTooBig { mtu } => mtu.to_be_bytes(),
+            Self::PacketTooBig { mtu } => u32::from(mtu).to_be_bytes(),
             _ => [0; 4],
         }
     }

@@ -365,7 +365,7 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, ParseError> {
 /// # Errors
 ///
 /// The [`ParseError`] naming the first check the frame failed.
-#[inline]
+#[inline(always)]
 pub fn parse_into(frame: &[u8], out: &mut Parsed) -> Result<(), ParseError> {
     let (et, l3, outer, inner) = l2(frame)?;
     out.outer_vlan = outer;

@@ -56,7 +56,7 @@ fn l3_mut<'a, const N: usize>(frame: &'a mut [u8], p: &Parsed) -> Option<&'a mut
 /// [`RewriteError::TtlExpired`] when the TTL / hop limit is <= 1, and
 /// [`RewriteError::FrameMismatch`] when the frame is shorter than `p` says; in both
 /// cases the frame is left untouched.
-#[inline]
+#[inline(always)]
 pub fn forward_rewrite(
     frame: &mut [u8],
     p: &Parsed,
@@ -130,7 +130,7 @@ pub fn set_dscp(frame: &mut [u8], p: &Parsed, dscp: u8) {
 
 /// True when the IPv4 header checksum of `frame` (as parsed into `p`) verifies; true
 /// for IPv6, which has none. For NICs without RX checksum offload.
-#[inline]
+#[inline(always)]
 pub fn ipv4_checksum_ok(frame: &[u8], p: &Parsed) -> bool {
     if p.kind == L3Kind::V6 {
         return true;

@@ -565,7 +565,7 @@ impl Routing {
     ///
     /// # Panics
     /// If the three slices differ in length.
-    #[inline]
+    #[inline(always)]
     pub fn lookup4_burst(&self, vrf: Vrf, dsts: &[u32], hashes: &[u32], out: &mut [Resolved]) {
         assert!(dsts.len() == hashes.len() && dsts.len() == out.len());
         let Some(t) = self.vrfs.get(&vrf) else {

@@ -35,6 +35,7 @@ fn record(learned: &mut [(u8, NeighMsg)], n: &mut usize, i: usize, msg: NeighMsg
 }
 
 /// An ARP frame received on `port`.
+#[cold]
 pub fn arp(
     frame: &mut [u8],
     port: &PortInfo,
@@ -79,8 +80,15 @@ pub fn arp(
     }
 }
 
+/// Whether `p` is neighbour discovery (ICMPv6 133-137).
+#[inline(always)]
+pub fn is_nd(p: &Parsed) -> bool {
+    p.kind == L3Kind::V6 && p.proto == ipproto::ICMPV6 && (133..=137).contains(&p.sport)
+}
+
 /// Neighbour discovery (ICMPv6 133-137) received on `port`; `None` for
 /// any other packet.
+#[cold]
 pub fn neighbour_v6(
     frame: &mut [u8],
     p: &Parsed,
@@ -90,7 +98,7 @@ pub fn neighbour_v6(
     i: usize,
     tally: &mut Tally,
 ) -> Option<Verdict> {
-    if p.kind != L3Kind::V6 || p.proto != ipproto::ICMPV6 || !(133..=137).contains(&p.sport) {
+    if !is_nd(p) {
         return None;
     }
     let Some(msg) = pkt::parse_nd(frame, p) else {
@@ -134,26 +142,42 @@ pub fn dont_fragment(frame: &[u8], p: &Parsed) -> bool {
         .is_some_and(|b| b & 0x40 != 0)
 }
 
+/// Why no ICMP error was built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoError {
+    /// RFC 1812 4.3.2.7 / RFC 4443 2.4 forbid one about this packet, or
+    /// the port has no address to send it from.
+    NotAllowed,
+    /// Over the rate limit.
+    RateLimited,
+}
+
 /// Writes the frame of ICMP error `err` about `frame` (received on `port`)
 /// into `out`: from the port's address of the packet's family (RFC 1812
-/// 4.3.2.4) back to the frame's sender. `None` when no error may be sent
-/// (RFC 1812 4.3.2.7, RFC 4443 2.4) or the port has no address to send it
-/// from.
+/// 4.3.2.4) back to the frame's sender. The rules are checked first, the
+/// rate limit next (a token is spent only on an error that may go), and
+/// the frame is built last, so a flood over the limit costs a few
+/// comparisons per packet.
 pub fn error_frame(
     out: &mut [u8],
     frame: &[u8],
     p: &Parsed,
     err: IcmpError,
     port: &PortInfo,
-) -> Option<usize> {
+    limiter: &mut IcmpLimiter,
+    now_ns: u64,
+) -> Result<usize, NoError> {
     if !pkt::may_send_error(frame, p, err) {
-        return None;
+        return Err(NoError::NotAllowed);
     }
     let src = match p.src_addr() {
-        IpAddr::V4(peer) => IpAddr::V4(port.source_v4(peer)?),
+        IpAddr::V4(peer) => IpAddr::V4(port.source_v4(peer).ok_or(NoError::NotAllowed)?),
         IpAddr::V6(peer) => IpAddr::V6(port.source_v6(peer)),
     };
-    pkt::build_error(out, frame, p, err, src, port.mac)
+    if !limiter.allow(now_ns) {
+        return Err(NoError::RateLimited);
+    }
+    pkt::build_error(out, frame, p, err, src, port.mac).ok_or(NoError::NotAllowed)
 }
 
 /// A token bucket for ICMP errors, per lcore (Linux: `icmp_msgs_per_sec`

@@ -72,6 +72,8 @@ pub struct Worker {
     txbufs: Vec<TxBuffer>,
     stats: Arc<Stats>,
     limiter: local::IcmpLimiter,
+    /// Where ICMP errors are built (allocated once, never zeroed per error).
+    err_buf: Box<[u8; pkt::MAX_ERROR_FRAME]>,
 }
 
 impl Worker {
@@ -83,6 +85,7 @@ impl Worker {
             txbufs,
             stats,
             limiter,
+            err_buf: Box::new([0; pkt::MAX_ERROR_FRAME]),
         }
     }
 
@@ -176,10 +179,6 @@ impl Worker {
     ) {
         let n = burst.len();
         let mut tally = Tally::default();
-        let mut rx_bytes = 0u64;
-        for i in 0..n {
-            rx_bytes += burst.get_mut(i).map_or(0, |m| u64::from(m.pkt_len()));
-        }
         let pipe = Pipeline {
             tables: t,
             in_port,
@@ -205,66 +204,29 @@ impl Worker {
         // Carry out the verdicts.
         let mut now_ns = None;
         for i in 0..n {
-            match s.verdict[i] {
-                Verdict::Tx(port) => {
-                    let sent = burst.take(i).is_some_and(|m| {
-                        enqueue(
-                            &mut self.txbufs,
-                            &mut self.setup.tx,
-                            usize::from(port),
-                            m,
-                            counters,
-                        )
-                    });
-                    if !sent {
-                        tally.drop(DropReason::BadPort);
-                    }
+            let v = s.verdict[i];
+            // Forwarding first, as a predicted branch, not a jump table.
+            if let Verdict::Tx(port) = v {
+                let out = usize::from(port);
+                let sent = burst.take(i).is_some_and(|m| {
+                    enqueue(&mut self.txbufs, &mut self.setup.tx, out, m, counters)
+                });
+                if !sent {
+                    tally.drop(DropReason::BadPort);
                 }
-                Verdict::Reply => {
-                    let sent = burst.take(i).is_some_and(|m| {
-                        enqueue(&mut self.txbufs, &mut self.setup.tx, in_port, m, counters)
-                    });
-                    if sent {
-                        tally.event(Event::Replies);
-                    } else {
-                        tally.drop(DropReason::BadPort);
-                    }
-                }
-                Verdict::Drop(r) => tally.drop(r),
-                Verdict::Error(r, err) => {
-                    tally.drop(r);
-                    let now = *now_ns.get_or_insert_with(|| clock_base.now().now_ns);
-                    self.icmp_error(t, in_port, burst, s, i, err, now, &mut tally, counters);
-                }
-                Verdict::Hold { port } => {
-                    let Some(mbuf) = burst.take(i) else {
-                        continue;
-                    };
-                    let m = ToControl::Hold {
-                        in_port: in_port as u16,
-                        port,
-                        addr: s.hold_addr[i],
-                        mbuf,
-                    };
-                    match self.setup.channel.push_up(m) {
-                        Ok(()) => tally.event(Event::Held),
-                        Err(m) => {
-                            drop(m);
-                            tally.drop(DropReason::NoNeighbour);
-                        }
-                    }
-                }
-                Verdict::Fragment { port, mtu } => {
-                    let Some(m) = burst.take(i) else {
-                        continue;
-                    };
-                    self.fragment(m, &s.parsed[i], port, mtu, &mut tally, counters);
-                }
-                Verdict::Consumed => tally.event(Event::NeighMessages),
-                Verdict::Route | Verdict::RouteIn(_) | Verdict::Forward(_) | Verdict::Local => {
-                    tally.drop(DropReason::NoRoute);
-                }
+                continue;
             }
+            self.carry_out_other(
+                t,
+                in_port,
+                burst,
+                s,
+                i,
+                &mut tally,
+                counters,
+                &mut now_ns,
+                clock_base,
+            );
         }
         for k in 0..s.n_learned {
             let (_, msg) = s.learned[k];
@@ -283,7 +245,7 @@ impl Worker {
         counters.rx_packets.add(n as u64);
         let pc = &counters.ports[in_port];
         pc.rx_packets.add(n as u64);
-        pc.rx_bytes.add(rx_bytes);
+        pc.rx_bytes.add(tally.rx_bytes);
         for (r, &c) in tally.drops.iter().enumerate() {
             if c != 0 {
                 counters.drops[r].add(c);
@@ -292,6 +254,73 @@ impl Worker {
         for (e, &c) in tally.events.iter().enumerate() {
             if c != 0 {
                 counters.events[e].add(c);
+            }
+        }
+    }
+
+    /// Carries out a verdict other than `Tx` (answers, errors, hand-overs,
+    /// fragments, drops): out of line, the forwarding loop stays small.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn carry_out_other(
+        &mut self,
+        t: &Tables,
+        in_port: usize,
+        burst: &mut RxBurst,
+        s: &Scratch,
+        i: usize,
+        tally: &mut Tally,
+        counters: &LcoreCounters,
+        now_ns: &mut Option<u64>,
+        clock_base: &ClockBase,
+    ) {
+        let v = s.verdict[i];
+        match v {
+            Verdict::Tx(_) => {}
+            Verdict::Reply => {
+                let sent = burst.take(i).is_some_and(|m| {
+                    enqueue(&mut self.txbufs, &mut self.setup.tx, in_port, m, counters)
+                });
+                if sent {
+                    tally.event(Event::Replies);
+                } else {
+                    tally.drop(DropReason::BadPort);
+                }
+            }
+            Verdict::Drop(r) => tally.drop(r),
+            Verdict::Error(r, err) => {
+                tally.drop(r);
+                let now = *now_ns.get_or_insert_with(|| clock_base.now().now_ns);
+                self.icmp_error(t, in_port, burst, s, i, err, now, tally, counters);
+            }
+            Verdict::Hold { port } => {
+                let Some(mbuf) = burst.take(i) else {
+                    return;
+                };
+                let m = ToControl::Hold {
+                    in_port: in_port as u16,
+                    port,
+                    addr: s.hold_addr[i],
+                    mbuf,
+                };
+                match self.setup.channel.push_up(m) {
+                    Ok(()) => tally.event(Event::Held),
+                    Err(m) => {
+                        drop(m);
+                        tally.drop(DropReason::NoNeighbour);
+                    }
+                }
+            }
+            Verdict::Fragment { port, mtu } => {
+                let Some(m) = burst.take(i) else {
+                    return;
+                };
+                self.fragment(m, &s.parsed[i], port, mtu, tally, counters);
+            }
+            Verdict::Consumed => tally.event(Event::NeighMessages),
+            Verdict::Route | Verdict::RouteIn(_) | Verdict::Forward(_) | Verdict::Local => {
+                tally.drop(DropReason::NoRoute);
             }
         }
     }
@@ -315,19 +344,28 @@ impl Worker {
         let (Some(port), Some(m)) = (t.port(in_port), burst.get_mut(i)) else {
             return;
         };
-        let mut buf = [0u8; pkt::MAX_ERROR_FRAME];
-        let Some(len) = local::error_frame(&mut buf, m.data(), &s.parsed[i], err, port) else {
-            return;
+        let buf = &mut self.err_buf[..];
+        let len = match local::error_frame(
+            buf,
+            m.data(),
+            &s.parsed[i],
+            err,
+            port,
+            &mut self.limiter,
+            now_ns,
+        ) {
+            Ok(len) => len,
+            Err(local::NoError::RateLimited) => {
+                tally.event(Event::IcmpSuppressed);
+                return;
+            }
+            Err(local::NoError::NotAllowed) => return,
         };
-        if !self.limiter.allow(now_ns) {
-            tally.event(Event::IcmpSuppressed);
-            return;
-        }
         let Some(mut e) = self.setup.pool.alloc() else {
             tally.event(Event::IcmpSuppressed);
             return;
         };
-        if !e.append(&buf[..len]) {
+        if !e.append(&self.err_buf[..len]) {
             tally.event(Event::IcmpSuppressed);
             return;
         }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A/B of two fwd builds on the throughput recipe (DESIGN.md), interleaved so
+# that the shared VM's drift hits both alike: ROUNDS x (this build, then the
+# baseline), 13 s each, the last two 4 s intervals of every run kept.
+# Reports each side's samples, medians and the median ratio to
+# bench-results/ab.md.
+#
+#   deploy/bench/ab.sh BASELINE_FWD [LABEL] [ROUNDS]    (default 6 rounds)
+#
+# e.g. build the previous commit in a worktree:
+#   git worktree add /tmp/base HEAD~1
+#   (cd /tmp/base && cargo build --release -p fwd --bin fwd)
+#   deploy/bench/ab.sh /tmp/base/target/release/fwd "HEAD~1"
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+need_root
+BASE="${1:?usage: deploy/bench/ab.sh BASELINE_FWD [LABEL] [ROUNDS]}"
+LABEL="${2:-$BASE}"
+ROUNDS="${3:-6}"
+OUT="$ROOT/bench-results/ab.md"
+
+"$ROOT/deploy/setup.sh" --hugepages 512
+build_release
+WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true
+
+run() {
+    timeout -s INT 13 "$1" "$WORK/fwd.yaml" --stats-interval 4 2> /dev/null |
+        grep -o 'in: rx *[0-9.]*' | awk '{print $3}' | tail -n 2 | tr '\n' ' '
+}
+new=""
+old=""
+for ((k = 0; k < ROUNDS; k++)); do
+    new="$new $(run "$ROOT/target/release/fwd")"
+    old="$old $(run "$BASE")"
+done
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f", (a[NR/2]+a[NR/2+1])/2}'; }
+mn=$(echo "$new" | median)
+mo=$(echo "$old" | median)
+{
+    echo "# A/B: this build vs $LABEL, plain IPv4 forwarding, one worker"
+    echo
+    echo "- command: \`deploy/bench/ab.sh $BASE \"$LABEL\" $ROUNDS\`"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- recipe: deploy/bench/throughput.sh's (hugepages, net_pcap replay of 4096 64-byte"
+    echo "  flows to 1000 /24 routes -> one worker -> net_null), $ROUNDS interleaved rounds"
+    echo
+    echo "| build | Mpps samples | median Mpps |"
+    echo "|---|---|---|"
+    echo "| this build | $new | $mn |"
+    echo "| $LABEL | $old | $mo |"
+    echo
+    echo "median ratio this / baseline = **$(awk -v a="$mn" -v b="$mo" 'BEGIN {printf "%.3f", a / b}')**"
+} > "$OUT"
+cat "$OUT"
