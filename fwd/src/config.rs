@@ -55,7 +55,7 @@ pub struct Config {
     pub icmp: IcmpConfig,
     /// Neighbour resolution (ARP and IPv6 neighbour discovery).
     #[serde(default)]
-    pub neigh: NeighConfigYaml,
+    pub neigh: crate::neigh::NeighConfig,
 }
 
 /// ICMP / ICMPv6 errors: a token bucket per worker (Linux's defaults:
@@ -100,66 +100,6 @@ impl RejectCode {
             RejectCode::HostUnreachable => E::HostUnreachable,
             RejectCode::PortUnreachable => E::PortUnreachable,
             RejectCode::AdminProhibited => E::AdminProhibited,
-        }
-    }
-}
-
-/// Neighbour resolution, with Linux's names and defaults where they exist.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct NeighConfigYaml {
-    /// A confirmed entry is REACHABLE this long, then STALE (still used).
-    pub reachable_ms: u64,
-    /// STALE entries get their first unicast probe after this long.
-    pub delay_ms: u64,
-    /// Between probes.
-    pub retrans_ms: u64,
-    /// Broadcast / multicast probes before an unresolved entry FAILS.
-    pub mcast_probes: u32,
-    /// Unicast probes before a known entry FAILS.
-    pub ucast_probes: u32,
-    /// A FAILED entry drops new packets this long before trying again.
-    pub failed_hold_ms: u64,
-    /// FAILED entries are forgotten after this long.
-    pub gc_ms: u64,
-    /// Packets held per unresolved neighbour (Linux `unres_qlen`).
-    pub queue_len: usize,
-    /// Packets held over all neighbours.
-    pub max_held: usize,
-    /// Learned and unresolved entries at most.
-    pub max_entries: usize,
-}
-
-impl Default for NeighConfigYaml {
-    fn default() -> Self {
-        NeighConfigYaml {
-            reachable_ms: 30_000,
-            delay_ms: 5_000,
-            retrans_ms: 1_000,
-            mcast_probes: 3,
-            ucast_probes: 3,
-            failed_hold_ms: 3_000,
-            gc_ms: 60_000,
-            queue_len: 3,
-            max_held: 256,
-            max_entries: 4096,
-        }
-    }
-}
-
-impl NeighConfigYaml {
-    pub fn table_config(&self) -> crate::neigh::NeighConfig {
-        crate::neigh::NeighConfig {
-            reachable_ms: self.reachable_ms,
-            delay_ms: self.delay_ms,
-            retrans_ms: self.retrans_ms,
-            mcast_probes: self.mcast_probes,
-            ucast_probes: self.ucast_probes,
-            failed_hold_ms: self.failed_hold_ms,
-            gc_ms: self.gc_ms,
-            queue_len: self.queue_len,
-            max_held: self.max_held,
-            max_entries: self.max_entries,
         }
     }
 }
@@ -872,6 +812,39 @@ neighbours:
 
     fn err(text: &str) -> String {
         Config::parse(text, "t.yaml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn router_settings_are_checked_by_name() {
+        let c = Config::parse(
+            &format!("{GOOD}icmp: {{reject: admin-prohibited}}\nneigh: {{queue_len: 5}}\n"),
+            "t.yaml",
+        )
+        .unwrap();
+        assert_eq!(c.icmp.reject, RejectCode::AdminProhibited);
+        assert_eq!((c.icmp.rate, c.icmp.burst), (1000, 50), "Linux's defaults");
+        assert_eq!(c.neigh.queue_len, 5);
+        assert_eq!(c.neigh.mcast_probes, 3, "defaults for the rest");
+        let e = err(&format!("{GOOD}neigh: {{unres_qlen: 5}}\n"));
+        assert!(e.contains("unres_qlen"), "{e}");
+        let e = err(&format!("{GOOD}icmp: {{reject: teapot}}\n"));
+        assert!(e.contains("teapot") || e.contains("reject"), "{e}");
+        let e = err(&format!("{GOOD}neigh: {{max_held: 9000}}\n"));
+        assert!(e.contains("neigh.max_held") && e.contains("starve"), "{e}");
+        let e = err(&format!("{GOOD}neigh: {{retrans_ms: 1}}\n"));
+        assert!(e.contains("neigh.retrans_ms"), "{e}");
+        let ra = GOOD.replace(
+            "    device: net_null0\n",
+            "    device: net_null0\n    ra: {prefixes: ['10.0.0.0/8']}\n",
+        );
+        let e = err(&ra);
+        assert!(e.contains("ports[1].ra.prefixes[0]"), "{e}");
+        let ra = GOOD.replace(
+            "    device: net_null0\n",
+            "    device: net_null0\n    ra: {prefixes: ['2001:db8:1::/64'], interval_s: 30}\n",
+        );
+        let c = Config::parse(&ra, "t.yaml").unwrap();
+        assert_eq!(c.ports[1].ra.as_ref().map(|r| r.interval_s), Some(30));
     }
 
     #[test]

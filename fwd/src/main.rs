@@ -238,7 +238,7 @@ fn run() -> Result<()> {
             acl: acl_writer,
             counters: Arc::clone(&rule_counter_set),
             neigh: Some(fwd::control::neigh::NeighDriver::new(
-                cfg.neigh.table_config(),
+                cfg.neigh.clone(),
                 channels.clone(),
                 Arc::clone(&pool),
                 fwd::control::ra::Advertiser::new(ra_settings(&cfg)),

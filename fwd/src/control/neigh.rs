@@ -194,23 +194,18 @@ impl NeighDriver {
                 sender_ip,
                 sender_mac,
                 target_ip,
-            } => {
-                let how = if sender_ip == target_ip {
-                    Learn::Gratuitous
-                } else {
-                    Learn::Unsolicited
-                };
-                (IpAddr::V4(sender_ip), sender_mac, how)
             }
-            NeighMsg::ArpReply {
+            | NeighMsg::ArpReply {
                 sender_ip,
                 sender_mac,
                 target_ip,
             } => {
-                let how = if sender_ip == target_ip {
-                    Learn::Gratuitous
-                } else {
-                    Learn::Solicited
+                // A request to us: the sender spoke first; a reply to us:
+                // the answer to our probe; sender = target: an announcement.
+                let how = match msg {
+                    _ if sender_ip == target_ip => Learn::Gratuitous,
+                    NeighMsg::ArpReply { .. } => Learn::Solicited,
+                    _ => Learn::Unsolicited,
                 };
                 (IpAddr::V4(sender_ip), sender_mac, how)
             }

@@ -13,8 +13,11 @@ type Mac = [u8; 6];
 /// An entry's key: the next hop as the route names it.
 type Key = (Port, IpAddr);
 
-/// Timers and bounds of a [`NeighTable`]. The defaults are Linux's.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Timers and bounds of a [`NeighTable`]. The defaults are Linux's. Also
+/// the `neigh:` section of the daemon's config (unknown fields rejected,
+/// every field optional).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct NeighConfig {
     /// How long REACHABLE lasts after a confirmation (Linux `base_reachable_time_ms`).
     pub reachable_ms: u64,

@@ -23,7 +23,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::csum::l4_checksum_v6;
 use super::icmp_error::{pad, put, put_ethernet, seal_icmp6};
-use super::parse::{ether_type, ethertype, ipproto, L3Kind, Parsed, MAX_VLAN_TAGS};
+use super::parse::{ether_type, ethertype, ipproto, l2_len, L3Kind, Parsed};
 
 /// A neighbour-protocol message seen on the wire (what the control side learns from).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,20 +94,6 @@ const OPT_PREFIX: u8 = 3;
 const OPT_MTU: u8 = 5;
 /// Hop limit of every neighbour discovery message (RFC 4861 §6.1, §7.1).
 const ND_HOP_LIMIT: u8 = 255;
-
-/// Offset of the payload after the EtherType and up to two VLAN tags.
-fn l2_len(frame: &[u8]) -> Option<usize> {
-    let mut off = 12;
-    for _ in 0..=MAX_VLAN_TAGS {
-        let t = u16::from_be_bytes(*frame.get(off..)?.first_chunk::<2>()?);
-        off += 2;
-        if t != ethertype::VLAN && t != ethertype::QINQ {
-            return Some(off);
-        }
-        off += 2;
-    }
-    None
-}
 
 /// Parses an Ethernet/IPv4 ARP request or reply (htype 1, ptype 0x0800, hlen 6,
 /// plen 4, op 1 or 2) after up to two VLAN tags. None for anything else.

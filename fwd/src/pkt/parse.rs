@@ -322,6 +322,14 @@ fn l2(frame: &[u8]) -> Result<(u16, usize, Option<u16>, Option<u16>), ParseError
     Ok((et, 22, outer, inner))
 }
 
+/// The length of the Ethernet header with its VLAN tags (where ARP or IP
+/// starts). `None` when the frame is too short for its tags or carries more
+/// than two.
+#[inline]
+pub(crate) fn l2_len(frame: &[u8]) -> Option<usize> {
+    l2(frame).ok().map(|(_, off, ..)| off)
+}
+
 /// The EtherType after up to two VLAN tags (the worker uses it to spot ARP). `None`
 /// when the frame is too short for its tags or carries more than two.
 #[inline]

@@ -16,21 +16,7 @@
 )]
 
 use super::csum::{incremental_update, l4_checksum_v6};
-use super::parse::{ether_type, ethertype, ipproto, L3Kind, Parsed};
-
-/// Offset of the EtherType field's payload (after up to two VLAN tags).
-fn l2_len(frame: &[u8]) -> Option<usize> {
-    let mut off = 12;
-    for _ in 0..3 {
-        let t = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-        if t == ethertype::VLAN || t == ethertype::QINQ {
-            off += 4;
-        } else {
-            return Some(off + 2);
-        }
-    }
-    None
-}
+use super::parse::{ether_type, ethertype, ipproto, l2_len, L3Kind, Parsed};
 
 /// Turns an ARP request for an address `ours` accepts into the reply from
 /// `mac`, in place. Returns false (frame untouched) for anything else.
