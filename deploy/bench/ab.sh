@@ -27,7 +27,7 @@ trap 'rm -rf "$WORK"' EXIT
 write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true
 
 run() {
-    timeout -s INT 13 "$1" "$WORK/fwd.yaml" --stats-interval 4 2> /dev/null |
+    { timeout -s INT 13 "$1" "$WORK/fwd.yaml" --stats-interval 4 2> /dev/null || true; } |
         grep -o 'in: rx *[0-9.]*' | awk '{print $3}' | tail -n 2 | tr '\n' ' '
 }
 new=""
