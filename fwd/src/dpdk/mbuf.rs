@@ -221,6 +221,26 @@ impl RxBurst {
         unsafe { (*self.pkts[i]).nb_segs }
     }
 
+    /// What the NIC said of packet `i`'s IPv4 header checksum: `Some(true)`
+    /// good, `Some(false)` bad, `None` not checked (no offload, or not IPv4).
+    #[inline(always)]
+    pub fn ip_csum(&self, i: usize) -> Option<bool> {
+        // rte_mbuf_core.h: RTE_MBUF_F_RX_IP_CKSUM_BAD (1 << 4) and _GOOD
+        // (1 << 7); both set means NONE, neither UNKNOWN.
+        const BAD: u64 = 1 << 4;
+        const GOOD: u64 = 1 << 7;
+        if i >= self.len || self.pkts[i].is_null() {
+            return None;
+        }
+        // SAFETY: the slot holds a valid mbuf owned by this burst.
+        let f = unsafe { (*self.pkts[i]).ol_flags } & (BAD | GOOD);
+        match f {
+            GOOD => Some(true),
+            BAD => Some(false),
+            _ => None,
+        }
+    }
+
     /// Moves packet `i` out of the burst.
     #[inline(always)]
     pub fn take(&mut self, i: usize) -> Option<Mbuf> {

@@ -451,6 +451,11 @@ impl Packets for Io<'_> {
     }
 
     #[inline(always)]
+    fn ip_csum(&self, i: usize) -> Option<bool> {
+        self.burst.ip_csum(i)
+    }
+
+    #[inline(always)]
     fn trim_to(&mut self, i: usize, len: usize) {
         if let Some(m) = self.burst.get_mut(i) {
             m.trim_to(len);

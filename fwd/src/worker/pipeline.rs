@@ -42,6 +42,11 @@ pub trait Packets {
     fn wire_len(&self, i: usize) -> u32;
     /// Segments of frame `i`.
     fn segments(&self, i: usize) -> u16;
+    /// The NIC's verdict on frame `i`'s IPv4 header checksum, when it
+    /// checked (RX offload): `Some(good)`; `None` to check in software.
+    fn ip_csum(&self, _i: usize) -> Option<bool> {
+        None
+    }
     /// Cuts frame `i` to `len` bytes (Ethernet padding after the IP packet).
     fn trim_to(&mut self, i: usize, len: usize);
     /// Sends a copy of frame `i`, as it is now, out of `port`.
@@ -206,6 +211,7 @@ impl Pipeline<'_> {
                 s.verdict[i] = Verdict::Drop(DropReason::MultiSegment);
                 continue;
             }
+            let nic_csum = pkts.ip_csum(i);
             let Some(frame) = pkts.frame(i) else {
                 s.verdict[i] = Verdict::Drop(DropReason::Malformed);
                 continue;
@@ -214,7 +220,8 @@ impl Pipeline<'_> {
             s.verdict[i] = match pkt::parse_into(frame, p) {
                 Ok(()) => {
                     let end = usize::from(p.l3_off) + usize::from(p.l3_len);
-                    if p.kind == L3Kind::V4 && !pkt::ipv4_checksum_ok(frame, p) {
+                    let csum_ok = || nic_csum.unwrap_or_else(|| pkt::ipv4_checksum_ok(frame, p));
+                    if p.kind == L3Kind::V4 && !csum_ok() {
                         Verdict::Drop(DropReason::BadChecksum)
                     } else if let Some(v) = port.filter(|_| local::is_nd(p)).and_then(|pi| {
                         local::neighbour_v6(

@@ -21,15 +21,19 @@ const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0xa, 2];
 struct Frames {
     f: Vec<Vec<u8>>,
     segs: Vec<u16>,
+    /// The NIC's checksum verdict per frame (None: not offloaded).
+    nic_csum: Vec<Option<bool>>,
     mirrored: Vec<(usize, u16)>,
 }
 
 impl Frames {
     fn new(f: Vec<Vec<u8>>) -> Frames {
         let segs = vec![1; f.len()];
+        let nic_csum = vec![None; f.len()];
         Frames {
             f,
             segs,
+            nic_csum,
             mirrored: Vec::new(),
         }
     }
@@ -50,6 +54,9 @@ impl Packets for Frames {
     }
     fn trim_to(&mut self, i: usize, len: usize) {
         self.f[i].truncate(len);
+    }
+    fn ip_csum(&self, i: usize) -> Option<bool> {
+        self.nic_csum[i]
     }
     fn mirror(&mut self, i: usize, port: u16) -> bool {
         self.mirrored.push((i, port));
@@ -261,6 +268,13 @@ fn input_checks_of_rfc_1812() {
     f.segs[2] = 2;
     let (s, _) = run(&t, &mut f);
     assert_eq!(s.verdict[0], Verdict::Drop(DropReason::BadChecksum));
+    // With RX checksum offload the NIC's verdict is taken as it is.
+    let good = udp4_to([198, 51, 100, 7], &from_host(), 10);
+    let mut f2 = Frames::new(vec![good.clone(), good]);
+    f2.nic_csum = vec![Some(false), Some(true)];
+    let (s2, _) = run(&t, &mut f2);
+    assert_eq!(s2.verdict[0], Verdict::Drop(DropReason::BadChecksum));
+    assert_eq!(s2.verdict[1], Verdict::Tx(1));
     assert_eq!(s.verdict[1], Verdict::Tx(1));
     assert_eq!(f.f[1].len(), 14 + 20 + 8 + 10, "padding trimmed");
     assert_eq!(s.verdict[2], Verdict::Drop(DropReason::MultiSegment));
