@@ -447,12 +447,7 @@ fn data_dir() -> std::path::PathBuf {
     if let Some(d) = std::env::var_os("ACL_CLASSBENCH_DIR") {
         return d.into();
     }
-    let beside =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/classbench");
-    if beside.exists() {
-        return beside;
-    }
-    "/work/shared/data/classbench".into()
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/classbench")
 }
 
 fn load(path: &str) -> Option<String> {

@@ -212,11 +212,6 @@ impl DpdkEnv {
             return None;
         }
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/bench/acl_build_timer.c");
-        let src = if src.exists() {
-            src
-        } else {
-            PathBuf::from("/work/main/deploy/bench/acl_build_timer.c")
-        };
         let so = tmp.join("libacl_build_timer.so");
         let shim = Command::new("cc")
             .args(["-O2", "-shared", "-fPIC", "-o"])
@@ -311,11 +306,7 @@ fn mb(b: u64) -> String {
 
 fn main() {
     let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/classbench");
-    let data = match std::env::args().nth(1) {
-        Some(d) => PathBuf::from(d),
-        None if beside.exists() => beside,
-        None => PathBuf::from("/work/shared/data/classbench"),
-    };
+    let data = std::env::args().nth(1).map_or(beside, PathBuf::from);
     if std::env::var_os("BENCH_ACL_OVERLAY").is_some() {
         let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
         let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");

@@ -282,14 +282,8 @@ fn main() {
             }
         }
     }
-    let data = data.unwrap_or_else(|| {
-        let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/routing");
-        if m.exists() {
-            m
-        } else {
-            PathBuf::from("/work/shared/data/routing")
-        }
-    });
+    let data = data
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/routing"));
 
     println!("# bench_route\n");
     let t = Instant::now();

@@ -291,13 +291,14 @@ fn tcp_segment(sport: u16, dport: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
     t
 }
 
-fn echo_segment(ty: u8, id: u16, seq: u16, payload: &[u8]) -> Vec<u8> {
-    let mut i = Vec::with_capacity(8 + payload.len());
-    i.extend_from_slice(&[ty, 0, 0, 0]);
-    i.extend_from_slice(&id.to_be_bytes());
-    i.extend_from_slice(&seq.to_be_bytes());
-    i.extend_from_slice(payload);
-    i
+/// The body of an echo request after type, code and checksum: id, sequence
+/// number, data.
+fn echo_body(id: u16, seq: u16, payload: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(4 + payload.len());
+    b.extend_from_slice(&id.to_be_bytes());
+    b.extend_from_slice(&seq.to_be_bytes());
+    b.extend_from_slice(payload);
+    b
 }
 
 fn put_csum(seg: &mut [u8], at: usize, c: u16, udp: bool) {
@@ -345,10 +346,7 @@ pub fn icmp4_echo(
     seq: u16,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut i = echo_segment(8, id, seq, payload);
-    let c = csum::checksum(&i);
-    put_csum(&mut i, 2, c, false);
-    ipv4(spec, src, dst, ipproto::ICMP, &i)
+    icmp4(spec, src, dst, 8, 0, &echo_body(id, seq, payload))
 }
 
 /// Ethernet/IPv6/UDP with a correct UDP checksum.
@@ -391,10 +389,7 @@ pub fn icmp6_echo(
     seq: u16,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut i = echo_segment(128, id, seq, payload);
-    let c = csum::l4_checksum_v6(&src.octets(), &dst.octets(), ipproto::ICMPV6, &i);
-    put_csum(&mut i, 2, c, false);
-    ipv6(spec, src, dst, ipproto::ICMPV6, &i)
+    icmp6(spec, src, dst, 128, 0, &echo_body(id, seq, payload))
 }
 
 /// Ethernet/IPv4/ICMP message of any type: `[ty, code, checksum]` then `body` (the
