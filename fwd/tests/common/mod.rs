@@ -1,6 +1,7 @@
 //! Helpers for the end-to-end tests: they run the real `fwd` binary.
 #![allow(dead_code)]
 
+pub mod frr;
 pub mod netns;
 
 use std::path::{Path, PathBuf};
