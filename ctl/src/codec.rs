@@ -343,6 +343,7 @@ mod tests {
             .map(|i| {
                 Change::RouteAdd(Route {
                     linkdown: false,
+                    proto: None,
                     prefix: format!("10.{i}.0.0/16").parse().unwrap(),
                     table: u32::from(i),
                     target: RouteTarget::Blackhole,

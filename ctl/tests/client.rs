@@ -30,6 +30,7 @@ fn hello_call_stream_and_errors() {
                 table: None,
                 family: None,
                 within: None,
+                proto: None,
             },
             |i| {
                 got.push(i);
@@ -90,6 +91,7 @@ fn hello_call_stream_and_errors() {
     let route = |dev: &str| {
         Change::RouteAdd(Route {
             linkdown: false,
+            proto: None,
             prefix: "10.0.0.0/8".parse().unwrap(),
             table: 0,
             target: RouteTarget::Gateway {
@@ -198,6 +200,7 @@ fn stream_and_single_answers_are_not_confused() {
             table: None,
             family: None,
             within: None,
+            proto: None,
         })
         .unwrap_err();
     assert!(matches!(e, ClientError::Protocol(_)), "{e:?}");

@@ -56,6 +56,62 @@ pub struct Config {
     /// Neighbour resolution (ARP and IPv6 neighbour discovery).
     #[serde(default)]
     pub neigh: crate::neigh::NeighConfig,
+    /// The host path: a kernel interface per port for the traffic to the
+    /// appliance that the data path does not answer itself (off when
+    /// absent).
+    #[serde(default)]
+    pub host: Option<HostConfig>,
+    /// The FPM server zebra feeds routes through (off when absent).
+    #[serde(default)]
+    pub fpm: Option<FpmConfig>,
+}
+
+/// The host path (exception path): each port's kernel interface, and the
+/// control-plane policing of what is punted to it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostConfig {
+    /// Packets per second each port may punt to its kernel interface (a
+    /// token bucket shared out among the workers polling the port).
+    pub punt_rate: u32,
+    /// Bucket depth, packets.
+    pub punt_burst: u32,
+    /// Packets waiting for the host thread, per worker.
+    pub queue: usize,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            punt_rate: 20_000,
+            punt_burst: 2_000,
+            queue: 1024,
+        }
+    }
+}
+
+/// The FPM server for FRR's zebra (`zebra -M dplane_fpm_nl`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FpmConfig {
+    /// TCP address to listen on (zebra's `fpm address A port P`).
+    pub listen: String,
+    /// After zebra (re)connects, routes it has not sent again are withdrawn
+    /// after this many milliseconds (mark and sweep).
+    pub stale_ms: u64,
+    /// zebra's kernel table ids to the appliance's tables; the main table
+    /// (254) is table 0 unless mapped otherwise.
+    pub tables: std::collections::BTreeMap<u32, u32>,
+}
+
+impl Default for FpmConfig {
+    fn default() -> Self {
+        FpmConfig {
+            listen: "127.0.0.1:2620".into(),
+            stale_ms: 60_000,
+            tables: [(254, 0)].into_iter().collect(),
+        }
+    }
 }
 
 /// ICMP / ICMPv6 errors: a token bucket per worker (Linux's defaults:
@@ -187,6 +243,17 @@ pub struct PortConfig {
     /// IPv6 router advertisements on this port (off when absent).
     #[serde(default)]
     pub ra: Option<RaConfig>,
+    /// The name of the port's kernel interface when the host path is on
+    /// (default: the port's name).
+    #[serde(default)]
+    pub host_ifname: Option<String>,
+}
+
+impl PortConfig {
+    /// The name of the port's kernel interface.
+    pub fn host_ifname(&self) -> &str {
+        self.host_ifname.as_deref().unwrap_or(&self.name)
+    }
 }
 
 /// Router advertisements of one port (RFC 4861 6.2): sent every
@@ -686,6 +753,58 @@ impl Config {
             })?;
         if self.control.max_clients == 0 {
             return Err(invalid("control.max_clients", "must be at least 1"));
+        }
+        if let Some(h) = &self.host {
+            if h.punt_burst == 0 && h.punt_rate > 0 {
+                return Err(invalid("host.punt_burst", "must be at least 1"));
+            }
+            if h.queue == 0 || h.queue * self.workers.len() >= self.mempool.mbufs as usize / 2 {
+                return Err(invalid(
+                    "host.queue",
+                    "must be at least 1, and all workers' queues less than half of \
+                     mempool.mbufs (punted packets would starve forwarding)",
+                ));
+            }
+            let mut names = HashSet::new();
+            for (i, p) in self.ports.iter().enumerate() {
+                let n = p.host_ifname();
+                if n.is_empty() || n.len() > 15 || n.contains(['/', ' ', ':']) || n == "." {
+                    return Err(invalid(
+                        format!("ports[{i}].host_ifname"),
+                        format!("{n:?} is not a valid interface name (1 to 15 characters, no '/', ':' or space)"),
+                    ));
+                }
+                if !names.insert(n) {
+                    return Err(invalid(
+                        format!("ports[{i}].host_ifname"),
+                        format!("{n:?} is used twice"),
+                    ));
+                }
+            }
+        } else if let Some((i, _)) = self
+            .ports
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.host_ifname.is_some())
+        {
+            return Err(invalid(
+                format!("ports[{i}].host_ifname"),
+                "needs the host path (a host: section)",
+            ));
+        }
+        if let Some(f) = &self.fpm {
+            f.listen.parse::<std::net::SocketAddr>().map_err(|e| {
+                invalid(
+                    "fpm.listen",
+                    format!("{:?}: {e} (want ADDRESS:PORT)", f.listen),
+                )
+            })?;
+            if f.tables.is_empty() {
+                return Err(invalid(
+                    "fpm.tables",
+                    "maps no zebra table: no route could land",
+                ));
+            }
         }
         if self.datapath.drain_us == 0 || self.datapath.drain_us > 100_000 {
             return Err(invalid("datapath.drain_us", "must be 1..=100000"));

@@ -5,13 +5,17 @@
 //! (RIB, FIB, next hops), [`worker`] (the poll loop that strings the stages
 //! together), [`tables`] (the published root of every table), [`qsbr`]
 //! (versions, quiescence, reclamation), [`control`] (the control lcore, the
-//! single writer), [`dpdk`] (safe wrappers; with `qsbr` the only `unsafe`).
+//! single writer), [`fpm`] (FRR zebra's route stream, decoded),
+//! [`hostif`] (the ports' kernel interfaces and the host thread), [`dpdk`]
+//! (safe wrappers; with `qsbr` and `hostif::tap` the only `unsafe`).
 #![deny(unsafe_code)]
 
 pub mod acl;
 pub mod config;
 pub mod control;
 pub mod dpdk;
+pub mod fpm;
+pub mod hostif;
 pub mod neigh;
 pub mod pkt;
 pub mod punt;

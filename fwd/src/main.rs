@@ -159,6 +159,34 @@ fn run() -> Result<()> {
         ports.push(port);
     }
     let macs: Vec<[u8; 6]> = ports.iter().map(|p| p.mac()).collect();
+    // The host path: a kernel interface per port, with its MAC and MTU
+    // (addresses and carrier follow from the tables once running).
+    let taps = match &cfg.host {
+        None => Vec::new(),
+        Some(_) => cfg
+            .ports
+            .iter()
+            .zip(&macs)
+            .map(|(p, mac)| {
+                let tap =
+                    fwd::hostif::tap::Tap::create(p.host_ifname(), *mac, p.mtu.unwrap_or(1500))
+                        .with_context(|| {
+                            format!(
+                                "creating the kernel interface {:?} of port {}",
+                                p.host_ifname(),
+                                p.name
+                            )
+                        })?;
+                eprintln!(
+                    "fwd: port {} host interface {} (ifindex {})",
+                    p.name,
+                    tap.name(),
+                    tap.ifindex()
+                );
+                Ok(tap)
+            })
+            .collect::<Result<Vec<_>>>()?,
+    };
     let mut acl_writer = fwd::acl::ClassifierWriter::new(fwd::acl::Config::default());
     let (rule_counter_set, mut rule_counter_writers) =
         fwd::acl::CounterSet::new(cfg.workers.len(), acl_writer.config().capacity as usize);
@@ -186,7 +214,13 @@ fn run() -> Result<()> {
     let channels: Vec<Arc<fwd::punt::Channel>> = cfg
         .workers
         .iter()
-        .map(|_| Arc::new(fwd::punt::Channel::new(1024, 1024)))
+        .map(|_| {
+            Arc::new(fwd::punt::Channel::new(
+                1024,
+                1024,
+                cfg.host.as_ref().map_or(1, |h| h.queue),
+            ))
+        })
         .collect();
     let icmp = fwd::worker::IcmpSettings {
         rate: cfg.icmp.rate,
@@ -194,6 +228,12 @@ fn run() -> Result<()> {
         reject: cfg.icmp.reject.error(),
     };
     let events = fwd::control::link::EventLog::new();
+    let fpm_settings = cfg.fpm.as_ref().map(|f| fwd::control::fpm::FpmSettings {
+        listen: f.listen.parse().expect("validated"),
+        stale: Duration::from_millis(f.stale_ms),
+        tables: f.tables.iter().map(|(&k, &v)| (k, v)).collect(),
+    });
+    let fpm_status: fwd::control::fpm::SharedStatus = Arc::default();
 
     let mut jobs = Vec::new();
     // Declared after `jobs`, so dropped before it on every early return:
@@ -224,6 +264,21 @@ fn run() -> Result<()> {
             pool: Arc::clone(&pool),
             channel: Arc::clone(&channels[wi]),
             icmp,
+            punt: cfg.host.as_ref().map(|h| {
+                // Each port's rate, shared out among the workers polling it.
+                let rates = (0..cfg.ports.len())
+                    .map(|pi| {
+                        let pollers = cfg
+                            .workers
+                            .iter()
+                            .filter(|w| w.rx.iter().any(|q| cfg.port_index(&q.port) == Some(pi)))
+                            .count()
+                            .max(1) as u32;
+                        h.punt_rate.div_ceil(pollers)
+                    })
+                    .collect();
+                (rates, h.punt_burst)
+            }),
         };
         let worker = Worker::new(setup, Arc::clone(&stats));
         let reader = writer.register_reader(&format!("worker{wi}@lcore{}", w.lcore));
@@ -255,11 +310,41 @@ fn run() -> Result<()> {
                 Box::new(|s| port::carrier(s.dpdk_id, s.tap_iface.as_deref())),
             )),
             events: Arc::clone(&events),
+            fpm: fpm_settings
+                .as_ref()
+                .map(|f| fwd::control::fpm::FpmControl::new(f, Arc::clone(&fpm_status))),
         },
         cfg.control.cpu,
     )?;
 
     let handle = control.handle();
+    let host_counters = Arc::new(fwd::hostif::path::HostCounters::default());
+    let (host_thread, ifindexes) = if cfg.host.is_some() {
+        let h = handle.clone();
+        let path = fwd::hostif::path::HostPath {
+            taps,
+            channels: channels.clone(),
+            pool: Arc::clone(&pool),
+            counters: Arc::clone(&host_counters),
+            snapshot: Box::new(move || h.snapshot().ok().map(|(_, t)| t)),
+        };
+        let ifindexes = path.ifindexes();
+        (
+            Some(path.start().context("starting the host thread")?),
+            ifindexes,
+        )
+    } else {
+        (None, std::collections::HashMap::new())
+    };
+    let fpm_server = match &fpm_settings {
+        Some(f) => {
+            let s = fwd::control::fpm::start(f, handle.clone(), ifindexes, Arc::clone(&fpm_status))
+                .with_context(|| format!("fpm: listening on {}", f.listen))?;
+            eprintln!("fwd: fpm: listening on {} for zebra", f.listen);
+            Some(s)
+        }
+        None => None,
+    };
     let tsc_ms = (dpdk::tsc_hz() / 1000).max(1);
     let server = fwd::control::server::start(
         fwd::control::server::ServerConfig {
@@ -290,6 +375,8 @@ fn run() -> Result<()> {
             version: format!("fwd {}", env!("CARGO_PKG_VERSION")),
             events: Arc::clone(&events),
             tick_ms: Box::new(move || dpdk::rdtsc() / tsc_ms),
+            host: cfg.host.as_ref().map(|_| Arc::clone(&host_counters)),
+            fpm: Arc::clone(&fpm_status),
         },
     )
     .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;
@@ -336,6 +423,8 @@ fn run() -> Result<()> {
 
     eprintln!("fwd: stopping");
     drop(server);
+    drop(fpm_server);
+    drop(host_thread);
     // Relaxed: workers poll it; joining them below is the synchronisation.
     stop.store(true, Ordering::Relaxed);
     for j in jobs {

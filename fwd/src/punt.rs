@@ -17,7 +17,12 @@
 //!   TX queue per `tx_pcap` file, so a dedicated control TX queue cannot
 //!   be had there.
 //!
-//! Both are `crossbeam_queue::ArrayQueue` (a bounded MPMC ring; here each
+//! - **host** (worker → host thread): packets for the ports' kernel
+//!   interfaces (the host path, see [`crate::hostif`]), already policed
+//!   per port by the worker. A queue of its own, so a flood of punted
+//!   packets can never crowd out neighbour resolution.
+//!
+//! All are `crossbeam_queue::ArrayQueue` (a bounded MPMC ring; here each
 //! has one producer and one consumer). Its push and pop are lock-free and
 //! carry their own Acquire/Release ordering: everything written to an
 //! mbuf before `push` is visible to the thread that `pop`s it.
@@ -49,19 +54,39 @@ pub struct ToPort {
     pub mbuf: Mbuf,
 }
 
-/// One worker's pair of queues.
+/// A packet received on `port` for that port's kernel interface.
+pub struct Punt {
+    pub port: u16,
+    pub mbuf: Mbuf,
+}
+
+/// One worker's queues.
 pub struct Channel {
     up: ArrayQueue<ToControl>,
     down: ArrayQueue<ToPort>,
+    host: ArrayQueue<Punt>,
 }
 
 impl Channel {
-    /// Queues of `up` and `down` entries.
-    pub fn new(up: usize, down: usize) -> Channel {
+    /// Queues of `up`, `down` and `host` entries.
+    pub fn new(up: usize, down: usize, host: usize) -> Channel {
         Channel {
             up: ArrayQueue::new(up.max(1)),
             down: ArrayQueue::new(down.max(1)),
+            host: ArrayQueue::new(host.max(1)),
         }
+    }
+
+    /// Worker side: hands a packet to the host thread; gives it back when
+    /// the queue is full.
+    #[inline]
+    pub fn push_host(&self, p: Punt) -> Result<(), Punt> {
+        self.host.push(p)
+    }
+
+    /// Host thread side: the next punted packet, if any.
+    pub fn pop_host(&self) -> Option<Punt> {
+        self.host.pop()
     }
 
     /// Worker side: hands `m` over; gives it back when the queue is full.

@@ -53,10 +53,16 @@ pub enum DropReason {
     /// A multi-segment frame (the data path reads headers from the first
     /// segment only; jumbo frames need a larger `mempool.data_room`).
     MultiSegment,
+    /// For the host interface, over the port's punt rate (control-plane
+    /// policing).
+    PuntPoliced,
+    /// For the host interface, but its queue was full (the host thread is
+    /// behind).
+    PuntQueueFull,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 16] = [
+    pub const ALL: [DropReason; 18] = [
         DropReason::Malformed,
         DropReason::NotIp,
         DropReason::NoRoute,
@@ -73,6 +79,8 @@ impl DropReason {
         DropReason::LinkDown,
         DropReason::BadChecksum,
         DropReason::MultiSegment,
+        DropReason::PuntPoliced,
+        DropReason::PuntQueueFull,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -94,6 +102,8 @@ impl DropReason {
             DropReason::LinkDown => "link_down",
             DropReason::BadChecksum => "bad_checksum",
             DropReason::MultiSegment => "multi_segment",
+            DropReason::PuntPoliced => "punt_policed",
+            DropReason::PuntQueueFull => "punt_queue_full",
         }
     }
 }
@@ -121,10 +131,12 @@ pub enum Event {
     Injected,
     /// Mirror copies that could not be made (pool empty) or sent.
     MirrorFailed,
+    /// Packets handed to the host thread for the port's kernel interface.
+    Punted,
 }
 
 impl Event {
-    pub const ALL: [Event; 9] = [
+    pub const ALL: [Event; 10] = [
         Event::Replies,
         Event::IcmpErrors,
         Event::IcmpSuppressed,
@@ -134,6 +146,7 @@ impl Event {
         Event::Fragments,
         Event::Injected,
         Event::MirrorFailed,
+        Event::Punted,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -148,6 +161,7 @@ impl Event {
             Event::Fragments => "fragments",
             Event::Injected => "injected",
             Event::MirrorFailed => "mirror_failed",
+            Event::Punted => "punted",
         }
     }
 }

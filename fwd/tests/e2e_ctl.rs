@@ -163,6 +163,7 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
             .map(|i| {
                 ctl::wire::Change::RouteAdd(ctl::wire::Route {
                     linkdown: false,
+                    proto: None,
                     prefix: format!("10.{}.{}.0/24", 100 + i / 256, i % 256)
                         .parse()
                         .unwrap(),

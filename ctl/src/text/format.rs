@@ -181,7 +181,11 @@ impl Display for Route {
         if self.table != 0 {
             write!(f, " table {}", self.table)?;
         }
-        write!(f, " {}", self.target)
+        write!(f, " {}", self.target)?;
+        match self.proto.as_deref() {
+            None | Some("static") => Ok(()),
+            Some(p) => write!(f, " proto {p}"),
+        }
     }
 }
 
@@ -212,6 +216,24 @@ impl Display for RouteTarget {
             }
             RouteTarget::Nhid(n) => write!(f, "nhid {n}"),
             RouteTarget::Group(g) => write!(f, "nexthop-group {g}"),
+            RouteTarget::Multipath(paths) => {
+                for (i, p) in paths.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    f.write_str("nexthop")?;
+                    if let Some(v) = p.via {
+                        write!(f, " via {v}")?;
+                    }
+                    if let Some(d) = &p.dev {
+                        write!(f, " dev {d}")?;
+                    }
+                    if p.weight != 1 {
+                        write!(f, " weight {}", p.weight)?;
+                    }
+                }
+                Ok(())
+            }
             RouteTarget::Blackhole => f.write_str("blackhole"),
             RouteTarget::Reject => f.write_str("reject"),
             RouteTarget::Local => f.write_str("local"),

@@ -9,7 +9,8 @@ use std::net::IpAddr;
 
 use crate::wire::{
     parse_addr, Action, Address, Change, Family, Group, GroupMember, IpNet, Mac, Masked, Neigh,
-    Nexthop, Police, PortRange, Rate, Request, Route, RouteDel, RouteTarget, Rule, RuleMatch,
+    NextHopSpec, Nexthop, Police, PortRange, Rate, Request, Route, RouteDel, RouteTarget, Rule,
+    RuleMatch,
 };
 
 /// A command line or batch line that does not parse. The message names the
@@ -353,6 +354,15 @@ fn parse_words<'a>(words: &[&'a str]) -> Result<Parsed<'a>, ParseError> {
             w.done()?;
             Ok(Parsed::Query(Request::Status {}))
         }
+        "fpm" => {
+            w.ctx = "fpm show";
+            match verb {
+                None | Some("show" | "ls" | "list") => {}
+                Some(v) => return Err(w.unknown(v, "show")),
+            }
+            w.done()?;
+            Ok(Parsed::Query(Request::FpmShow {}))
+        }
         "config" => config(&mut w, verb),
         "watch" => {
             w.ctx = "watch";
@@ -422,6 +432,7 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
                 (_, Some(target)) => {
                     let r = Route {
                         linkdown: false,
+                        proto: None,
                         prefix,
                         table,
                         target,
@@ -453,7 +464,7 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
             }))
         }
         _ => {
-            let (mut table, mut family, mut within) = (None, None, None);
+            let (mut table, mut family, mut within, mut proto) = (None, None, None, None);
             while let Some(k) = w.next() {
                 match k {
                     "table" | "vrf" => {
@@ -465,6 +476,10 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
                     }
                     "v4" | "-4" | "inet" | "ipv4" => w.set(&mut family, k, Family::Ipv4)?,
                     "v6" | "-6" | "inet6" | "ipv6" => w.set(&mut family, k, Family::Ipv6)?,
+                    "proto" | "protocol" => {
+                        let p = w.name(k)?;
+                        w.set(&mut proto, k, p)?;
+                    }
                     "within" | "root" => {
                         let p = w.value(k)?;
                         let p = w.prefix("prefix", p)?;
@@ -474,13 +489,14 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
                         let p = w.prefix("prefix", k)?;
                         w.set(&mut within, "within", p)?;
                     }
-                    _ => return Err(w.unknown(k, "table, v4, v6 or a prefix")),
+                    _ => return Err(w.unknown(k, "table, v4, v6, proto or a prefix")),
                 }
             }
             Ok(Parsed::Query(Request::RouteShow {
                 table,
                 family,
                 within,
+                proto,
             }))
         }
     }
@@ -513,8 +529,18 @@ fn route_spec(w: &mut Words<'_, '_>, is_del: bool) -> Result<RouteSpec, ParseErr
     let mut via: Option<(&str, IpAddr)> = None;
     let mut dev: Option<(&str, String)> = None;
     let mut obj: Option<(&str, RouteTarget)> = None;
+    let mut paths: Vec<NextHopSpec> = Vec::new();
     while let Some(k) = w.next() {
         match k {
+            // `nexthop via A [dev P] [weight W] nexthop ...` (iproute2's
+            // multipath form); each path ends at the next `nexthop` or at a
+            // keyword of the route itself.
+            "nexthop" => {
+                if via.is_some() || dev.is_some() {
+                    return Err(w.conflict("via/dev", k));
+                }
+                paths.push(next_hop_spec(w)?);
+            }
             "table" | "vrf" => {
                 let t = w.u32(k)?;
                 w.set(&mut table, k, t)?;
@@ -541,6 +567,30 @@ fn route_spec(w: &mut Words<'_, '_>, is_del: bool) -> Result<RouteSpec, ParseErr
             },
         }
     }
+    if !paths.is_empty() {
+        if let Some((a, _)) = kind.as_ref().or(obj.as_ref()) {
+            return Err(w.conflict(a, "nexthop"));
+        }
+        if via.is_some() || dev.is_some() {
+            return Err(w.conflict("via/dev", "nexthop"));
+        }
+        if paths.len() == 1 && paths[0].weight == 1 {
+            let p = paths.remove(0);
+            return Ok((
+                prefix,
+                table.unwrap_or(0),
+                Some(RouteTarget::Gateway {
+                    via: p.via,
+                    dev: p.dev,
+                }),
+            ));
+        }
+        return Ok((
+            prefix,
+            table.unwrap_or(0),
+            Some(RouteTarget::Multipath(paths)),
+        ));
+    }
     let gw = via.map(|v| v.0).or(dev.as_ref().map(|d| d.0));
     let target = match (kind, obj, gw) {
         (Some((a, _)), Some((b, _)), _)
@@ -555,6 +605,44 @@ fn route_spec(w: &mut Words<'_, '_>, is_del: bool) -> Result<RouteSpec, ParseErr
         (None, None, None) => return Err(w.missing(&format!("target ({ROUTE_KEYS})"))),
     };
     Ok((prefix, table.unwrap_or(0), target))
+}
+
+/// One path after `nexthop`: `[via ADDRESS] [dev PORT] [weight 1-255]`,
+/// at least one of via and dev.
+fn next_hop_spec(w: &mut Words<'_, '_>) -> Result<NextHopSpec, ParseError> {
+    let (mut via, mut dev, mut weight) = (None, None, None);
+    while let Some(k) = w.peek() {
+        match k {
+            "via" => {
+                w.next();
+                let a = w.addr(k)?;
+                w.set(&mut via, k, a)?;
+            }
+            "dev" | "oif" => {
+                w.next();
+                let d = w.name(k)?;
+                w.set(&mut dev, k, d)?;
+            }
+            "weight" => {
+                w.next();
+                let v = w.value(k)?;
+                let n = w.uint(k, v, 255)? as u32;
+                if n == 0 {
+                    return Err(w.invalid(k, v, "a weight is 1 to 255"));
+                }
+                w.set(&mut weight, k, n)?;
+            }
+            _ => break,
+        }
+    }
+    if via.is_none() && dev.is_none() {
+        return Err(w.missing("via or dev after nexthop"));
+    }
+    Ok(NextHopSpec {
+        via,
+        dev,
+        weight: weight.unwrap_or(1),
+    })
 }
 
 // ------------------------------------------------------------ rule

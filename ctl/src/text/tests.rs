@@ -63,6 +63,7 @@ fn routes() {
         chg("route add 10.0.0.0/8 via 10.0.1.2 dev p1 table 5"),
         Change::RouteAdd(Route {
             linkdown: false,
+            proto: None,
             prefix: net("10.0.0.0/8"),
             table: 5,
             target: gw("10.0.1.2", "p1"),
@@ -72,6 +73,7 @@ fn routes() {
         chg("route add 192.0.2.0/24 blackhole"),
         Change::RouteAdd(Route {
             linkdown: false,
+            proto: None,
             prefix: net("192.0.2.0/24"),
             table: 0,
             target: RouteTarget::Blackhole,
@@ -86,6 +88,7 @@ fn routes() {
         chg("route replace default via 10.0.0.1"),
         Change::RouteReplace(Route {
             linkdown: false,
+            proto: None,
             prefix: net("0.0.0.0/0"),
             table: 0,
             target: RouteTarget::Gateway {
@@ -98,6 +101,7 @@ fn routes() {
         chg("route add 10.9.9.9 dev p2"),
         Change::RouteAdd(Route {
             linkdown: false,
+            proto: None,
             prefix: net("10.9.9.9/32"),
             table: 0,
             target: RouteTarget::Gateway {
@@ -110,6 +114,7 @@ fn routes() {
         chg("route add 2001:db8::/32 nexthop-group 10 table 2"),
         Change::RouteAdd(Route {
             linkdown: false,
+            proto: None,
             prefix: net("2001:db8::/32"),
             table: 2,
             target: RouteTarget::Group(10),
@@ -119,6 +124,7 @@ fn routes() {
         chg("route add 10.0.0.0/8 nhid 3"),
         Change::RouteAdd(Route {
             linkdown: false,
+            proto: None,
             prefix: net("10.0.0.0/8"),
             table: 0,
             target: RouteTarget::Nhid(3),
@@ -163,7 +169,8 @@ fn routes() {
         Request::RouteShow {
             table: None,
             family: None,
-            within: None
+            within: None,
+            proto: None
         }
     );
     assert_eq!(
@@ -171,7 +178,17 @@ fn routes() {
         Request::RouteShow {
             table: Some(3),
             family: Some(Family::Ipv6),
-            within: Some(net("2001:db8::/32"))
+            within: Some(net("2001:db8::/32")),
+            proto: None
+        }
+    );
+    assert_eq!(
+        cmd("route show proto bgp v4"),
+        Request::RouteShow {
+            table: None,
+            family: Some(Family::Ipv4),
+            within: None,
+            proto: Some("bgp".into())
         }
     );
     assert_eq!(
@@ -179,7 +196,8 @@ fn routes() {
         Request::RouteShow {
             table: None,
             family: Some(Family::Ipv4),
-            within: None
+            within: None,
+            proto: None
         }
     );
 }
@@ -948,12 +966,14 @@ impl Rng {
             3 => Change::RuleFlush {},
             4 | 5 => Change::RouteAdd(Route {
                 linkdown: false,
+                proto: None,
                 prefix: self.prefix(v6),
                 table: self.below(3) as u32,
                 target: self.target(),
             }),
             6 => Change::RouteReplace(Route {
                 linkdown: false,
+                proto: None,
                 prefix: self.prefix(v6),
                 table: self.next() as u32,
                 target: self.target(),
@@ -1055,4 +1075,83 @@ fn random_changes_round_trip_through_text_and_json() {
     }
     // ... and a whole saved configuration reloads as the same batch.
     assert_eq!(parse_batch(&text).unwrap().changes, all);
+}
+
+#[test]
+fn multipath_routes_parse_print_and_parse_back() {
+    let c = chg(
+        "route add 10.0.0.0/8 nexthop via 10.0.1.2 dev p1 nexthop via 10.0.2.2 weight 3 table 2",
+    );
+    let want = Change::RouteAdd(Route {
+        linkdown: false,
+        proto: None,
+        prefix: net("10.0.0.0/8"),
+        table: 2,
+        target: RouteTarget::Multipath(vec![
+            NextHopSpec {
+                via: Some("10.0.1.2".parse().unwrap()),
+                dev: Some("p1".into()),
+                weight: 1,
+            },
+            NextHopSpec {
+                via: Some("10.0.2.2".parse().unwrap()),
+                dev: None,
+                weight: 3,
+            },
+        ]),
+    });
+    assert_eq!(c, want);
+    let line = c.to_string();
+    assert_eq!(
+        line,
+        "route add 10.0.0.0/8 table 2 nexthop via 10.0.1.2 dev p1 nexthop via 10.0.2.2 weight 3"
+    );
+    assert_eq!(chg(&line), want);
+    // One path of weight 1 is a plain gateway.
+    assert_eq!(
+        chg("route replace 10.0.0.0/8 nexthop dev p1"),
+        Change::RouteReplace(Route {
+            linkdown: false,
+            proto: None,
+            prefix: net("10.0.0.0/8"),
+            table: 0,
+            target: RouteTarget::Gateway {
+                via: None,
+                dev: Some("p1".into()),
+            },
+        })
+    );
+    missing(
+        "route add 10.0.0.0/8 nexthop weight 2",
+        "via or dev after nexthop",
+    );
+    bad("route add 10.0.0.0/8 nexthop via 10.0.1.2 weight 0", "0");
+    bad(
+        "route add 10.0.0.0/8 nexthop via 10.0.1.2 weight 256",
+        "256",
+    );
+    bad(
+        "route add 10.0.0.0/8 via 10.0.0.1 nexthop via 10.0.1.2",
+        "via/dev",
+    );
+    bad(
+        "route add 10.0.0.0/8 blackhole nexthop via 10.0.1.2",
+        "blackhole",
+    );
+}
+
+#[test]
+fn route_dumps_name_their_protocol_unless_static() {
+    let mut r = Route {
+        linkdown: false,
+        proto: Some("bgp".into()),
+        prefix: net("10.0.0.0/8"),
+        table: 0,
+        target: RouteTarget::Blackhole,
+    };
+    assert_eq!(r.to_string(), "10.0.0.0/8 blackhole proto bgp");
+    r.proto = Some("static".into());
+    assert_eq!(r.to_string(), "10.0.0.0/8 blackhole");
+    assert_eq!(cmd("fpm"), Request::FpmShow {});
+    assert_eq!(cmd("fpm show"), Request::FpmShow {});
 }

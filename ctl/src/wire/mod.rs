@@ -20,6 +20,10 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// The `client` string `fwdctl` sends in its hello.
 pub const CLIENT_NAME: &str = concat!("fwdctl ", env!("CARGO_PKG_VERSION"));
 
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 fn is_zero(v: &u32) -> bool {
     *v == 0
 }
@@ -128,6 +132,9 @@ pub enum Request {
         /// Only routes equal to or more specific than this prefix.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         within: Option<IpNet>,
+        /// Only routes of this protocol (`bgp`, `static`, `kernel`, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proto: Option<String>,
     },
     /// Longest-prefix match of `addr` in `table`. Answer:
     /// [`Response::RouteLookup`], or `not_found` when nothing matches.
@@ -182,6 +189,8 @@ pub enum Request {
     Stats {},
     /// Answer: [`Response::Status`].
     Status {},
+    /// The FPM session with zebra. Answer: [`Response::Fpm`].
+    FpmShow {},
     /// Write the running tables to `path` (absolute, on the daemon's host)
     /// in the batch text format, so the daemon can load it at start.
     /// Answer: [`Response::Saved`].
@@ -404,6 +413,13 @@ pub struct Route {
     /// In dumps: every path of the route leads to a down port.
     #[serde(default, skip_serializing_if = "is_false")]
     pub linkdown: bool,
+    /// In dumps: who installed the route, as `ip route` names protocols:
+    /// `static` (config, fwdctl), `kernel` (connected, local, attached
+    /// neighbours), or what zebra reported over FPM (`bgp`, `ospf`, ...).
+    /// In changes: absent or `static`. (Boxed: a 900k-route batch is held
+    /// as `Change`s, see the size test.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto: Option<Box<str>>,
 }
 
 /// Where a route sends packets.
@@ -429,6 +445,24 @@ pub enum RouteTarget {
     Reject,
     /// Addressed to the appliance.
     Local,
+    /// Several unnamed next hops, flows spread by weight (an ECMP group the
+    /// daemon creates and deletes with its last route, like `ip route add
+    /// ... nexthop via A nexthop via B`).
+    Multipath(Vec<NextHopSpec>),
+}
+
+/// One path of a multipath route: as [`RouteTarget::Gateway`], plus a
+/// weight.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NextHopSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<IpAddr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+    /// 1 to 255; 1 is omitted on the wire.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub weight: u32,
 }
 
 /// Route deletion key; with `target` present the route is deleted only if
@@ -654,6 +688,45 @@ pub enum Response {
     Stats(StatsReport),
     Status(StatusReport),
     Saved(Saved),
+    Fpm(FpmStatus),
+}
+
+/// The FPM server: routes zebra installs in the appliance.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FpmStatus {
+    /// Where it listens; absent when FPM is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// zebra's address while it is connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    pub connects: u64,
+    /// FPM frames read.
+    pub messages: u64,
+    /// Reads turned into table generations (one per read burst).
+    pub batches: u64,
+    pub routes_added: u64,
+    pub routes_deleted: u64,
+    /// Messages of other kinds (links, neighbours, next-hop objects).
+    pub ignored: u64,
+    /// Routes refused (unknown interface or table, unusable next hop): see
+    /// `last_error`.
+    pub refused: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Routes zebra holds in the appliance now.
+    pub routes: u64,
+    /// Of those, installed in the FIB (the others are beneath a route of
+    /// the operator's at the same prefix).
+    pub installed: u64,
+    /// After a reconnect: routes of the previous session not yet replayed,
+    /// removed when the replay window ends.
+    pub stale: u64,
+    /// Milliseconds until that sweep; absent when none is pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_in_ms: Option<u64>,
+    /// Routes removed by sweeps.
+    pub swept: u64,
 }
 
 /// A published change or batch.

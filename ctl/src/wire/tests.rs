@@ -160,6 +160,7 @@ fn route_changes() {
             1,
             Change::RouteAdd(Route {
                 linkdown: false,
+                proto: None,
                 prefix: net("10.0.0.0/8"),
                 table: 5,
                 target: RouteTarget::Gateway {
@@ -175,6 +176,7 @@ fn route_changes() {
             2,
             Change::RouteAdd(Route {
                 linkdown: false,
+                proto: None,
                 prefix: net("192.0.2.0/24"),
                 table: 0,
                 target: RouteTarget::Blackhole,
@@ -187,6 +189,7 @@ fn route_changes() {
             3,
             Change::RouteReplace(Route {
                 linkdown: false,
+                proto: None,
                 prefix: net("2001:db8::/32"),
                 table: 0,
                 target: RouteTarget::Group(10),
@@ -333,6 +336,7 @@ fn batch() {
                     Change::RuleFlush {},
                     Change::RouteAdd(Route {
                         linkdown: false,
+                        proto: None,
                         prefix: net("10.0.0.0/8"),
                         table: 0,
                         target: RouteTarget::Gateway {
@@ -373,6 +377,7 @@ fn queries() {
                 table: None,
                 family: None,
                 within: None,
+                proto: None,
             },
             r#"{"route_show":{}}"#,
         ),
@@ -381,8 +386,9 @@ fn queries() {
                 table: Some(0),
                 family: Some(Family::Ipv6),
                 within: Some(net("2001:db8::/32")),
+                proto: Some("bgp".into()),
             },
-            r#"{"route_show":{"table":0,"family":"ipv6","within":"2001:db8::/32"}}"#,
+            r#"{"route_show":{"table":0,"family":"ipv6","within":"2001:db8::/32","proto":"bgp"}}"#,
         ),
         (
             Request::RouteGet {
@@ -455,7 +461,8 @@ fn stream_classification() {
     assert!(Request::RouteShow {
         table: None,
         family: None,
-        within: None
+        within: None,
+        proto: None
     }
     .is_stream());
     assert!(Request::Watch {
@@ -534,6 +541,7 @@ fn ok_answers() {
                 table: 0,
                 route: Route {
                     linkdown: false,
+                    proto: None,
                     prefix: net("10.0.0.0/8"),
                     table: 0,
                     target: RouteTarget::Group(10),
@@ -765,6 +773,7 @@ fn stream_lines() {
                 8,
                 Item::Route(Route {
                     linkdown: false,
+                    proto: None,
                     prefix: net("10.0.0.0/8"),
                     table: 0,
                     target: RouteTarget::Gateway {

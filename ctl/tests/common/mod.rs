@@ -157,6 +157,7 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route {
             linkdown: false,
+            proto: None,
             prefix: net("10.0.0.0/8"),
             table: 0,
             target: RouteTarget::Gateway {
@@ -166,12 +167,14 @@ pub fn routes() -> Vec<Route> {
         },
         Route {
             linkdown: false,
+            proto: None,
             prefix: net("192.0.2.0/24"),
             table: 0,
             target: RouteTarget::Blackhole,
         },
         Route {
             linkdown: false,
+            proto: None,
             prefix: net("2001:db8::/32"),
             table: 5,
             target: RouteTarget::Group(10),

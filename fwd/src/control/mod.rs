@@ -11,6 +11,9 @@
 //! increments), so dumps run on the requester's thread and never hold the
 //! writer.
 
+pub mod fpm;
+#[cfg(test)]
+mod fpm_tests;
 pub mod link;
 pub mod neigh;
 pub mod ra;
@@ -50,6 +53,8 @@ pub enum Request {
     Neighbours(Sender<NeighReport>),
     /// Forget learned neighbours (of one port); published as a generation.
     NeighFlush(Option<u16>, Sender<Result<Done, ErrorBody>>),
+    /// From the FPM thread; answered once applied.
+    Fpm(fpm::FpmEvent, Sender<()>),
 }
 
 /// The neighbour table as `neigh show` reports it.
@@ -115,6 +120,16 @@ impl ControlHandle {
         rx.recv().map_err(|_| stopped())
     }
 
+    /// Hands an FPM event over and waits until it is applied.
+    ///
+    /// # Errors
+    /// When the control lcore has stopped.
+    pub fn fpm(&self, ev: fpm::FpmEvent) -> Result<(), ErrorBody> {
+        let (tx, rx) = mpsc::channel();
+        self.tx.send(Request::Fpm(ev, tx)).map_err(|_| stopped())?;
+        rx.recv().map_err(|_| stopped())
+    }
+
     /// Forgets learned neighbours, of port `port` or all.
     ///
     /// # Errors
@@ -140,6 +155,8 @@ pub struct ControlState {
     pub links: Option<link::LinkMonitor>,
     /// Link and admin events, for the log and `fwdctl watch`.
     pub events: Arc<link::EventLog>,
+    /// zebra's routes, when FPM is on.
+    pub fpm: Option<fpm::FpmControl>,
 }
 
 /// Classifier slots whose last referencing version was reclaimed. Filled by
@@ -181,7 +198,8 @@ fn neigh_turn(st: &mut ControlState) {
     };
     d.sync_statics(st.writer.current());
     let updates = d.poll(st.writer.current());
-    publish_learned(&mut st.writer, &st.acl, &updates);
+    let beneath = st.fpm.as_ref().map(fpm::FpmControl::rib);
+    publish_learned(&mut st.writer, &st.acl, &updates, beneath);
     d.after_publish(st.writer.current());
 }
 
@@ -207,7 +225,8 @@ fn link_turn(st: &mut ControlState) {
         if !up {
             if let Some(d) = st.neigh.as_mut() {
                 let updates = d.flush(Some(i as u16));
-                publish_learned(&mut st.writer, &st.acl, &updates);
+                let beneath = st.fpm.as_ref().map(fpm::FpmControl::rib);
+                publish_learned(&mut st.writer, &st.acl, &updates, beneath);
                 d.after_publish(st.writer.current());
             }
         }
@@ -231,11 +250,12 @@ fn publish_learned(
     writer: &mut Writer<Tables>,
     acl_w: &acl::ClassifierWriter,
     updates: &[neigh::Update],
+    beneath: Option<&crate::fpm::rib::FpmRib>,
 ) -> Option<u64> {
     if updates.is_empty() {
         return None;
     }
-    match state::apply_learned(writer.current(), acl_w, updates) {
+    match state::apply_learned(writer.current(), acl_w, updates, beneath) {
         Ok(t) => Some(writer.publish(t, updates.len() * 256)),
         Err(e) => {
             eprintln!("fwd: neighbour update not published: {e}");
@@ -344,6 +364,9 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
         maybe_rebuild(&st, &mut rebuilding);
         neigh_turn(&mut st);
         link_turn(&mut st);
+        if let Some(f) = st.fpm.as_mut() {
+            f.poll(&mut st.writer, &st.acl);
+        }
         let wait = if st.neigh.is_some() {
             NEIGH_INTERVAL
         } else {
@@ -353,25 +376,27 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
             Ok(Request::Apply(changes, reply)) => {
                 let n = changes.len() as u64;
                 let before = st.writer.current().clone();
-                let result = state::apply(st.writer.current(), &mut st.acl, &changes).map(|o| {
-                    if !o.retired_slots.is_empty() {
-                        // Unreachable from the version published next: freed
-                        // once every worker has seen it (QSBR `retire` tags
-                        // with the current generation).
-                        let bytes = o.retired_slots.len() * 8;
-                        let token = SlotToken {
-                            slots: o.retired_slots,
-                            released: Arc::clone(&released),
-                        };
-                        st.writer.retire(token, bytes);
-                    }
-                    let generation = st.writer.publish(o.tables, o.retired_bytes);
-                    Done {
-                        generation,
-                        changes: n,
-                        rule_ids: o.rule_ids,
-                    }
-                });
+                let beneath = st.fpm.as_ref().map(fpm::FpmControl::rib);
+                let result =
+                    state::apply(st.writer.current(), &mut st.acl, &changes, beneath).map(|o| {
+                        if !o.retired_slots.is_empty() {
+                            // Unreachable from the version published next: freed
+                            // once every worker has seen it (QSBR `retire` tags
+                            // with the current generation).
+                            let bytes = o.retired_slots.len() * 8;
+                            let token = SlotToken {
+                                slots: o.retired_slots,
+                                released: Arc::clone(&released),
+                            };
+                            st.writer.retire(token, bytes);
+                        }
+                        let generation = st.writer.publish(o.tables, o.retired_bytes);
+                        Done {
+                            generation,
+                            changes: n,
+                            rule_ids: o.rule_ids,
+                        }
+                    });
                 if result.is_ok() {
                     log_admin(&st.events, &before, st.writer.current());
                 }
@@ -397,9 +422,17 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
                     });
                 let _ = reply.send(r);
             }
+            Ok(Request::Fpm(ev, reply)) => {
+                if let Some(f) = st.fpm.as_mut() {
+                    f.event(ev, &mut st.writer, &st.acl, std::time::Instant::now());
+                }
+                let _ = reply.send(());
+                reclaim(&mut st, &released);
+            }
             Ok(Request::NeighFlush(port, reply)) => {
                 let updates = st.neigh.as_mut().map(|d| d.flush(port)).unwrap_or_default();
-                let generation = publish_learned(&mut st.writer, &st.acl, &updates)
+                let beneath = st.fpm.as_ref().map(fpm::FpmControl::rib);
+                let generation = publish_learned(&mut st.writer, &st.acl, &updates, beneath)
                     .unwrap_or_else(|| st.writer.generation());
                 if let Some(d) = st.neigh.as_mut() {
                     d.after_publish(st.writer.current());
@@ -459,6 +492,7 @@ mod tests {
             neigh: None,
             links: None,
             events: link::EventLog::new(),
+            fpm: None,
         };
         (ControlLcore::start(st, None).expect("spawn"), reader)
     }
@@ -528,7 +562,7 @@ mod tests {
                 dev: "red".into(),
             }),
         ];
-        let t = state::apply(&base, &mut acl_w, &changes)
+        let t = state::apply(&base, &mut acl_w, &changes, None)
             .map_err(|e| e.to_string())
             .unwrap()
             .tables;
@@ -561,6 +595,7 @@ mod tests {
         let route = |p: &str| {
             Change::RouteAdd(wire::Route {
                 linkdown: false,
+                proto: None,
                 prefix: p.parse().unwrap(),
                 table: 0,
                 target: RouteTarget::Blackhole,

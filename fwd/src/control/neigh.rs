@@ -26,7 +26,7 @@ use crate::neigh::{Action, EntryView, Learn, NeighConfig, NeighTable};
 use crate::pkt::{self, IcmpError, NeighMsg};
 use crate::punt::{Channel, ToControl, ToPort};
 use crate::tables::{PortInfo, Tables};
-use crate::worker::local::{self, IcmpLimiter};
+use crate::worker::local::{self, TokenBucket};
 
 use super::ra::Advertiser;
 
@@ -63,7 +63,7 @@ pub struct NeighDriver {
     /// Releases and failures waiting for the publish of their MAC change.
     after: Vec<Action<Held>>,
     statics: BTreeMap<(u16, IpAddr), [u8; 6]>,
-    limiter: IcmpLimiter,
+    limiter: TokenBucket,
     started: Instant,
     next_worker: usize,
     ra: Advertiser,
@@ -84,7 +84,7 @@ impl NeighDriver {
             actions: Vec::new(),
             after: Vec::new(),
             statics: BTreeMap::new(),
-            limiter: IcmpLimiter::new(1000, 50),
+            limiter: TokenBucket::new(1000, 50),
             started: Instant::now(),
             next_worker: 0,
             ra,

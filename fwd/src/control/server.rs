@@ -26,15 +26,15 @@ use std::time::{Duration, Instant};
 use ctl::codec::{self, LineRead};
 use ctl::wire::{
     self, Address, DropCount, ErrorBody, ErrorKind, GroupEntry, GroupMember, HelloLine, HelloReply,
-    IpNet, Item, Latency, LcoreStats, Mac, Neigh, NeighEntry, NexthopEntry, Path as WirePath,
-    PortRates, RateSample, Request, Response, ResponseLine, RouteLookup, StatsReport, StatusReport,
+    Item, Latency, LcoreStats, Mac, Neigh, NeighEntry, NexthopEntry, Path as WirePath, PortRates,
+    RateSample, Request, Response, ResponseLine, RouteLookup, StatsReport, StatusReport,
     WorkerStatus,
 };
 
 use super::{route_to_wire, ControlHandle};
 use crate::acl;
 use crate::dpdk::port;
-use crate::route::{Prefix, Target};
+use crate::route::{self, Prefix, Target};
 use crate::stats::{DropReason, Stats, StatsSnapshot};
 use crate::tables::Tables;
 
@@ -71,6 +71,10 @@ pub struct ServerContext {
     pub events: Arc<super::link::EventLog>,
     /// The TSC-derived millisecond tick the workers stamp rules with.
     pub tick_ms: Box<dyn Fn() -> u64 + Send + Sync>,
+    /// The host thread's counters, when the host path is on.
+    pub host: Option<Arc<crate::hostif::path::HostCounters>>,
+    /// The FPM server's status (`listen` absent when FPM is off).
+    pub fpm: super::fpm::SharedStatus,
 }
 
 /// The running server; dropping it stops accepting and removes the socket.
@@ -324,6 +328,15 @@ fn handle(
         ),
         Request::Stats {} => ok(w, Ok(Response::Stats(stats_report(ctx, None)))),
         Request::Status {} => ok(w, status(ctx, clients.load(Ordering::Relaxed))),
+        Request::FpmShow {} => ok(
+            w,
+            Ok(Response::Fpm(
+                ctx.fpm
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone(),
+            )),
+        ),
         Request::ConfigSave { path } => ok(w, config_save(ctx, &path)),
         Request::NeighFlush { dev } => ok(w, neigh_flush(ctx, dev.as_deref())),
         Request::Watch { interval_ms, count } => watch(w, ctx, id, interval_ms, count),
@@ -370,20 +383,40 @@ fn dump(
             table,
             family,
             within,
+            proto,
         } => {
+            let proto = match proto.as_deref().map(|n| (n, route::proto_from_name(n))) {
+                None => None,
+                Some((_, Some(p))) => Some(p),
+                Some((n, None)) => {
+                    return send(
+                        w,
+                        &ResponseLine::error(
+                            id,
+                            ErrorBody::new(
+                                ErrorKind::Invalid,
+                                format!("unknown protocol {n:?} (bgp, ospf, static, kernel, ...)"),
+                            ),
+                        ),
+                    )
+                }
+            };
             let vrfs: BTreeSet<u32> = t.routing.vrfs().collect();
             for vrf in vrfs {
                 if table.is_some_and(|x| x != vrf) {
                     continue;
                 }
-                for (p, target) in t.routing.routes(vrf) {
+                for (p, e) in t.routing.entries(vrf) {
                     let v4 = matches!(p, Prefix::V4(_));
                     match family {
                         Some(wire::Family::Ipv4) if !v4 => continue,
                         Some(wire::Family::Ipv6) if v4 => continue,
                         _ => {}
                     }
-                    let r = route_to_wire(&t, vrf, p, target);
+                    if proto.is_some_and(|x| x != e.origin.proto) {
+                        continue;
+                    }
+                    let r = route_to_wire(&t, vrf, p, e);
                     if within.is_some_and(|n| !n.covers(r.prefix)) {
                         continue;
                     }
@@ -553,7 +586,15 @@ fn route_get(ctx: &ServerContext, addr: IpAddr, table: u32) -> Result<Response, 
     Ok(Response::RouteLookup(RouteLookup {
         addr,
         table,
-        route: route_to_wire(&t, table, p, target),
+        route: route_to_wire(
+            &t,
+            table,
+            p,
+            t.routing.entry(table, p).unwrap_or(route::Entry {
+                target,
+                origin: route::Origin::STATIC,
+            }),
+        ),
         paths,
     }))
 }
@@ -669,6 +710,14 @@ fn stats_report(ctx: &ServerContext, rates: Option<RateSample>) -> StatsReport {
             });
         }
     }
+    if let Some(h) = &ctx.host {
+        for (e, count) in h.named() {
+            events.push(wire::EventCount {
+                event: e.to_string(),
+                count,
+            });
+        }
+    }
     StatsReport {
         uptime_ms: ctx.started.elapsed().as_millis() as u64,
         rx_packets: s.rx_packets,
@@ -758,6 +807,9 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
         }
     }
     for (id, g) in t.routing.groups() {
+        if t.mgmt.auto_group_by_id.contains_key(&id) {
+            continue;
+        }
         out.push(C::GroupAdd(wire::Group {
             id,
             members: g
@@ -769,11 +821,15 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
     }
     let vrfs: BTreeSet<u32> = t.routing.vrfs().collect();
     for vrf in vrfs {
-        for (p, target) in t.routing.routes(vrf) {
-            if derived_route(t, vrf, p, target) {
+        for (p, e) in t.routing.entries(vrf) {
+            // Routes the daemon derives from addresses and neighbours come
+            // back with them; zebra's come back when it reconnects.
+            if e.origin != route::Origin::STATIC {
                 continue;
             }
-            out.push(C::RouteAdd(route_to_wire(t, vrf, p, target)));
+            let mut r = route_to_wire(t, vrf, p, e);
+            r.proto = None;
+            out.push(C::RouteAdd(r));
         }
     }
     let mut rules: Vec<&Arc<acl::RuleEntry>> = t.acl.entries().collect();
@@ -788,32 +844,6 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
         });
     }
     out
-}
-
-/// Routes the daemon derives from addresses and neighbours (not saved).
-fn derived_route(t: &Tables, vrf: u32, p: Prefix, target: Target) -> bool {
-    let net = super::net_of(p);
-    let in_vrf = |port: u16| t.ports.get(usize::from(port)).filter(|pi| pi.vrf == vrf);
-    let on_port_net =
-        |port: u16| in_vrf(port).is_some_and(|pi| pi.addresses.iter().any(|a| a.network() == net));
-    let own_address = t
-        .ports
-        .iter()
-        .filter(|pi| pi.vrf == vrf)
-        .any(|pi| pi.addresses.iter().any(|a| IpNet::host(a.addr()) == net));
-    match target {
-        Target::Local => own_address,
-        Target::NextHop(id) => match t.mgmt.auto_by_id.get(&id) {
-            Some((None, port)) => on_port_net(*port),
-            Some((Some(gw), port)) => {
-                in_vrf(*port).is_some()
-                    && IpNet::host(*gw) == net
-                    && t.mgmt.mac_of(*port, *gw).is_some()
-            }
-            None => false,
-        },
-        _ => false,
-    }
 }
 
 fn config_save(ctx: &ServerContext, path: &str) -> Result<Response, ErrorBody> {

@@ -56,6 +56,7 @@ pub fn config_changes(cfg: &Config) -> Result<Vec<(String, Change)>, String> {
             field,
             Change::RouteAdd(wire::Route {
                 linkdown: false,
+                proto: None,
                 prefix,
                 table: r.table,
                 target,
@@ -117,7 +118,7 @@ pub fn initial_tables(
         }
     };
     let batch: Vec<Change> = changes.iter().map(|(_, c)| c.clone()).collect();
-    super::state::apply(&base, acl_w, &batch)
+    super::state::apply(&base, acl_w, &batch, None)
         .map(|o| o.tables)
         .map_err(|e| {
             let field = e

@@ -14,7 +14,14 @@
 //! - interface addresses: each gives a connected route (on-link next hop
 //!   of the port) and a local route;
 //! - unnamed next hops (`route add P via GW dev PORT`): one per
-//!   `(gateway, port)`, created on first use, deleted when no route uses it.
+//!   `(gateway, port)`, created on first use, deleted when no route uses it;
+//!   unnamed ECMP groups (multipath routes, from `fwdctl` or zebra) the
+//!   same way, one per set of (next hop, weight).
+//!
+//! Routes carry their [`Origin`]. zebra's (FPM) give way to every other
+//! route at the same prefix: an operator's `route add` over one replaces
+//! it in the FIB, and when a non-FPM route goes, the FPM route kept
+//! beneath it ([`FpmRib`]) is put back in the same batch.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -23,7 +30,10 @@ use std::sync::Arc;
 use ctl::wire::{self, Change, ErrorBody, ErrorKind, IpNet, RouteTarget};
 
 use crate::acl;
-use crate::route::{self, NextHop, NhId, Prefix, Prefix4, Prefix6, RouteError, Target, Txn};
+use crate::fpm::rib::{FpmRib, FpmTarget};
+use crate::route::{
+    self, GroupId, NextHop, NhId, Origin, Prefix, Prefix4, Prefix6, RouteError, Target, Txn, Vrf,
+};
 use crate::tables::{PortInfo, Tables};
 
 /// Control-plane facts shared by every version that has them.
@@ -37,6 +47,10 @@ pub struct Mgmt {
     /// Unnamed next hops by (gateway, port), and the reverse.
     pub auto_nh: HashMap<(Option<IpAddr>, u16), NhId>,
     pub auto_by_id: HashMap<NhId, (Option<IpAddr>, u16)>,
+    /// Unnamed ECMP groups by their members (next hop, weight), sorted by
+    /// next hop, and the reverse.
+    pub auto_group: HashMap<Vec<(NhId, u32)>, GroupId>,
+    pub auto_group_by_id: HashMap<GroupId, Vec<(NhId, u32)>>,
 }
 
 impl Mgmt {
@@ -126,12 +140,23 @@ struct Edit<'a> {
     acl_ids: Vec<u32>,
     /// Unnamed next hops whose last user may have gone.
     gc: Vec<NhId>,
+    /// Unnamed groups whose last route may have gone.
+    gc_groups: Vec<GroupId>,
+    /// zebra's routes, kept beneath the others (see the module doc).
+    beneath: Option<&'a FpmRib>,
+    /// zebra's targets resolved in this batch, by (interned target,
+    /// IPv4 prefix).
+    fpm_memo: rustc_hash::FxHashMap<(usize, bool), Target>,
     /// Next hops created by this batch (for id allocation).
     next_nh: NhId,
 }
 
 impl<'a> Edit<'a> {
-    fn new(base: &'a Tables, acl_w: &acl::ClassifierWriter) -> Edit<'a> {
+    fn new(
+        base: &'a Tables,
+        acl_w: &acl::ClassifierWriter,
+        beneath: Option<&'a FpmRib>,
+    ) -> Edit<'a> {
         let acl_ids: Vec<u32> = acl_w.rules().map(|r| r.id()).collect();
         let next_rule_id = acl_ids.iter().max().map_or(1, |m| m.saturating_add(1));
         Edit {
@@ -145,8 +170,20 @@ impl<'a> Edit<'a> {
             acl_ids,
             next_rule_id,
             gc: Vec::new(),
+            gc_groups: Vec::new(),
+            beneath: beneath.filter(|f| !f.is_empty()),
+            fpm_memo: Default::default(),
             next_nh: base.routing.next_free_nh_id().max(1),
         }
+        .recording()
+    }
+
+    /// Deleted prefixes are recorded when FPM routes may wait beneath them.
+    fn recording(mut self) -> Self {
+        if self.beneath.is_some() {
+            self.routing.record_removals();
+        }
+        self
     }
 
     fn ports(&self) -> &[PortInfo] {
@@ -185,8 +222,11 @@ impl<'a> Edit<'a> {
             })
     }
 
+    /// A free id of the space next hops and groups share.
     fn alloc_nh(&mut self) -> Result<NhId, ErrorBody> {
-        while self.routing.current().nexthop(self.next_nh).is_some() {
+        while self.routing.current().nexthop(self.next_nh).is_some()
+            || self.routing.current().group(self.next_nh).is_some()
+        {
             self.next_nh += 1;
         }
         if self.next_nh > route::MAX_ID {
@@ -213,22 +253,82 @@ impl<'a> Edit<'a> {
         Ok(id)
     }
 
+    /// The unnamed group of `members` (sorted, distinct next hops), created
+    /// if needed.
+    fn auto_group(&mut self, members: Vec<(NhId, u32)>) -> Result<GroupId, ErrorBody> {
+        if let Some(&id) = self.mgmt.auto_group.get(&members) {
+            return Ok(id);
+        }
+        let id = self.alloc_nh()?;
+        self.routing
+            .group_add(id, &members)
+            .map_err(|e| route_error(&e))?;
+        self.mgmt.auto_group_by_id.insert(id, members.clone());
+        self.mgmt.auto_group.insert(members, id);
+        self.gc_groups.push(id);
+        Ok(id)
+    }
+
+    /// The target of paths `(gateway, port, weight)`: an unnamed next hop
+    /// for one, an unnamed group for several.
+    fn paths_target(
+        &mut self,
+        paths: &[(Option<IpAddr>, u16, u32)],
+        prefix: Prefix,
+    ) -> Result<Target, ErrorBody> {
+        for (via, _, _) in paths {
+            check_family(*via, prefix)?;
+        }
+        let mut members = Vec::with_capacity(paths.len());
+        for &(via, port, weight) in paths {
+            members.push((self.auto_nh(via, port)?, weight));
+        }
+        members.sort_unstable();
+        // The same next hop twice (zebra can send that) is one member with
+        // both weights.
+        members.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
+            }
+            same
+        });
+        match members.as_slice() {
+            [] => Err(err(ErrorKind::Invalid, "a multipath route needs paths")),
+            [(id, _)] => Ok(Target::NextHop(*id)),
+            _ => Ok(Target::Group(self.auto_group(members)?)),
+        }
+    }
+
+    /// The ports of multipath specs, by name or by gateway.
+    fn spec_paths(
+        &self,
+        specs: &[wire::NextHopSpec],
+    ) -> Result<Vec<(Option<IpAddr>, u16, u32)>, ErrorBody> {
+        specs
+            .iter()
+            .map(|s| {
+                if !(1..=255).contains(&s.weight) {
+                    return Err(err(
+                        ErrorKind::Invalid,
+                        format!("weight {} out of range (1 to 255)", s.weight),
+                    ));
+                }
+                Ok((s.via, self.gateway_port(s.via, s.dev.as_deref())?, s.weight))
+            })
+            .collect()
+    }
+
     fn target(&mut self, t: &RouteTarget, prefix: Prefix) -> Result<Target, ErrorBody> {
         Ok(match t {
             RouteTarget::Gateway { via, dev } => {
-                if let Some(v) = via {
-                    if v.is_ipv4() != matches!(prefix, Prefix::V4(_)) {
-                        return Err(err(
-                            ErrorKind::Invalid,
-                            format!(
-                                "gateway {v} and prefix {} are of different families",
-                                net_of(prefix)
-                            ),
-                        ));
-                    }
-                }
+                check_family(*via, prefix)?;
                 let port = self.gateway_port(*via, dev.as_deref())?;
                 Target::NextHop(self.auto_nh(*via, port)?)
+            }
+            RouteTarget::Multipath(specs) => {
+                let paths = self.spec_paths(specs)?;
+                self.paths_target(&paths, prefix)?
             }
             RouteTarget::Nhid(id) => Target::NextHop(*id),
             RouteTarget::Group(id) => Target::Group(*id),
@@ -287,8 +387,95 @@ impl<'a> Edit<'a> {
         }
         let id = self.auto_nh(Some(ip), port)?;
         self.routing
-            .add(vrf, host, Target::NextHop(id))
+            .set(vrf, host, Target::NextHop(id), Origin::KERNEL)
+            .map(|_| ())
             .map_err(|e| route_error(&e))
+    }
+
+    /// An old target's unnamed next hop or group may have lost its last
+    /// user.
+    fn retire(&mut self, old: Option<Target>) {
+        match old {
+            Some(Target::NextHop(id)) => self.gc.push(id),
+            Some(Target::Group(id)) => self.gc_groups.push(id),
+            _ => {}
+        }
+    }
+
+    /// Installs zebra's route (from [`FpmRib`]) at `prefix`, replacing an
+    /// FPM route there; the caller has checked that no other route is.
+    fn install_fpm(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        target: &Arc<FpmTarget>,
+        proto: u8,
+    ) -> Result<(), ErrorBody> {
+        // zebra's targets are interned: within a batch the same one always
+        // resolves to the same next hop or group (nothing is collected
+        // before the batch ends), so a full table resolves a few hundred
+        // targets, not a million.
+        let key = (
+            Arc::as_ptr(target) as usize,
+            matches!(prefix, Prefix::V4(_)),
+        );
+        let t = match self.fpm_memo.get(&key) {
+            Some(&t) => t,
+            None => {
+                let t = self.resolve_fpm(target, prefix)?;
+                self.fpm_memo.insert(key, t);
+                t
+            }
+        };
+        let old = self
+            .routing
+            .set(vrf, prefix, t, Origin::fpm(proto))
+            .map_err(|e| route_error(&e))?;
+        self.retire(old.map(|e| e.target));
+        Ok(())
+    }
+
+    /// The target of zebra's `target` for `prefix`, creating unnamed next
+    /// hops and groups as needed.
+    fn resolve_fpm(&mut self, target: &FpmTarget, prefix: Prefix) -> Result<Target, ErrorBody> {
+        Ok(match target {
+            FpmTarget::Blackhole => Target::Blackhole,
+            FpmTarget::Reject => Target::Reject,
+            FpmTarget::Paths(ps) => {
+                let mut paths = Vec::with_capacity(ps.len());
+                for p in ps {
+                    let port = match (p.port, p.gateway) {
+                        (Some(port), _) if usize::from(port) < self.ports().len() => port,
+                        (_, Some(gw)) => self.port_for_gateway(gw)?,
+                        _ => {
+                            return Err(err(
+                                ErrorKind::Invalid,
+                                "an on-link path through an interface that is not a port",
+                            ))
+                        }
+                    };
+                    paths.push((p.gateway, port, p.weight));
+                }
+                self.paths_target(&paths, prefix)?
+            }
+        })
+    }
+
+    /// Puts back the FPM routes waiting beneath the prefixes this batch
+    /// deleted. One that cannot be installed any more (its gateway left
+    /// every subnet) stays beneath until zebra sends it again.
+    fn restore_beneath(&mut self) {
+        let Some(fpm) = self.beneath else {
+            return;
+        };
+        for (vrf, prefix) in self.routing.take_removed() {
+            if self.routing.current().get(vrf, prefix).is_some() {
+                continue;
+            }
+            if let Some(r) = fpm.get(vrf, prefix) {
+                let _ = self.install_fpm(vrf, prefix, &Arc::clone(&r.target), r.proto);
+            }
+        }
     }
 
     fn drop_neighbour_host_route(&mut self, port: u16, ip: IpAddr) -> Result<(), ErrorBody> {
@@ -305,20 +492,45 @@ impl<'a> Edit<'a> {
     fn change(&mut self, c: &Change) -> Result<(), ErrorBody> {
         match c {
             Change::RouteAdd(r) | Change::RouteReplace(r) => {
+                if r.proto.as_deref().is_some_and(|p| p != "static") {
+                    return Err(err(
+                        ErrorKind::Invalid,
+                        "only zebra (over FPM) installs routes of other protocols than static",
+                    ));
+                }
                 let prefix = prefix_of(r.prefix)?;
                 let target = self.target(&r.target, prefix)?;
-                let old = if matches!(c, Change::RouteAdd(_)) {
+                // Over an FPM route, an add is an override: zebra's waits
+                // beneath (see the module doc).
+                let over_fpm = self
+                    .routing
+                    .current()
+                    .entry(r.table, prefix)
+                    .is_some_and(|e| e.origin.fpm);
+                let old = if matches!(c, Change::RouteAdd(_)) && !over_fpm {
                     self.routing.add(r.table, prefix, target).map(|()| None)
                 } else {
                     self.routing.upsert(r.table, prefix, target)
                 }
                 .map_err(|e| route_error(&e))?;
-                if let Some(Target::NextHop(id)) = old {
-                    self.gc.push(id);
-                }
+                self.retire(old);
             }
             Change::RouteDel(d) => {
                 let prefix = prefix_of(d.prefix)?;
+                if let Some(e) = self.routing.current().entry(d.table, prefix) {
+                    if e.origin.fpm {
+                        return Err(err(
+                            ErrorKind::Conflict,
+                            format!(
+                                "{} in table {} is zebra's (proto {}): withdraw it in FRR, \
+                                 or override it with route replace",
+                                d.prefix,
+                                d.table,
+                                route::proto_name(e.origin.proto)
+                            ),
+                        ));
+                    }
+                }
                 if let Some(want) = &d.target {
                     let have = self.routing.current().get(d.table, prefix);
                     let want = self.resolve_existing(want, prefix);
@@ -332,13 +544,11 @@ impl<'a> Edit<'a> {
                         ));
                     }
                 }
-                if let Target::NextHop(id) = self
+                let old = self
                     .routing
                     .del(d.table, prefix)
-                    .map_err(|e| route_error(&e))?
-                {
-                    self.gc.push(id);
-                }
+                    .map_err(|e| route_error(&e))?;
+                self.retire(Some(old));
             }
             Change::NexthopAdd(n) | Change::NexthopReplace(n) => {
                 let port = self.port(&n.dev)?;
@@ -436,13 +646,17 @@ impl<'a> Edit<'a> {
                 let vrf = self.vrf(port);
                 if net != host {
                     let id = self.auto_nh(None, port)?;
-                    self.routing
-                        .upsert(vrf, net, Target::NextHop(id))
+                    let old = self
+                        .routing
+                        .set(vrf, net, Target::NextHop(id), Origin::KERNEL)
                         .map_err(|e| route_error(&e))?;
+                    self.retire(old.map(|e| e.target));
                 }
-                self.routing
-                    .upsert(vrf, host, Target::Local)
+                let old = self
+                    .routing
+                    .set(vrf, host, Target::Local, Origin::KERNEL)
                     .map_err(|e| route_error(&e))?;
+                self.retire(old.map(|e| e.target));
                 let attached: Vec<IpAddr> = self
                     .mgmt
                     .neighbours
@@ -542,6 +756,14 @@ impl<'a> Edit<'a> {
                 let port = self.gateway_port(*via, dev.as_deref()).ok()?;
                 Target::NextHop(*self.mgmt.auto_nh.get(&(*via, port))?)
             }
+            RouteTarget::Multipath(specs) => {
+                let mut members = Vec::new();
+                for (via, port, w) in self.spec_paths(specs).ok()? {
+                    members.push((*self.mgmt.auto_nh.get(&(via, port))?, w));
+                }
+                members.sort_unstable();
+                Target::Group(*self.mgmt.auto_group.get(&members)?)
+            }
             RouteTarget::Nhid(id) => Target::NextHop(*id),
             RouteTarget::Group(id) => Target::Group(*id),
             RouteTarget::Blackhole => Target::Blackhole,
@@ -550,8 +772,22 @@ impl<'a> Edit<'a> {
         })
     }
 
-    /// Deletes unnamed next hops nothing uses any more.
+    /// Deletes unnamed groups, then unnamed next hops, nothing uses any
+    /// more.
     fn collect_garbage(&mut self) -> Result<(), ErrorBody> {
+        let mut groups = std::mem::take(&mut self.gc_groups);
+        groups.sort_unstable();
+        groups.dedup();
+        for id in groups {
+            if self.routing.current().group_refs(id) != 0 {
+                continue;
+            }
+            if let Some(members) = self.mgmt.auto_group_by_id.remove(&id) {
+                self.routing.group_del(id).map_err(|e| route_error(&e))?;
+                self.gc.extend(members.iter().map(|m| m.0));
+                self.mgmt.auto_group.remove(&members);
+            }
+        }
         let mut gc = std::mem::take(&mut self.gc);
         gc.sort_unstable();
         gc.dedup();
@@ -578,12 +814,14 @@ pub fn apply(
     base: &Tables,
     acl_w: &mut acl::ClassifierWriter,
     changes: &[Change],
+    beneath: Option<&FpmRib>,
 ) -> Result<Outcome, ErrorBody> {
-    let mut e = Edit::new(base, acl_w);
+    let mut e = Edit::new(base, acl_w, beneath);
     for (i, c) in changes.iter().enumerate() {
         e.at = i;
         e.change(c).map_err(|er| er.at(i as u64 + 1))?;
     }
+    e.restore_beneath();
     e.collect_garbage()
         .map_err(|er| er.at(changes.len() as u64))?;
     e.routing.set_ports_down(down_ports(e.ports()));
@@ -668,8 +906,9 @@ pub fn apply_learned(
     base: &Tables,
     acl_w: &acl::ClassifierWriter,
     updates: &[(u16, IpAddr, Option<[u8; 6]>)],
+    beneath: Option<&FpmRib>,
 ) -> Result<Tables, ErrorBody> {
-    let mut e = Edit::new(base, acl_w);
+    let mut e = Edit::new(base, acl_w, beneath);
     for &(port, ip, mac) in updates {
         if usize::from(port) >= e.ports().len() || e.mgmt.neighbours.contains_key(&(port, ip)) {
             continue;
@@ -688,6 +927,7 @@ pub fn apply_learned(
             }
         }
     }
+    e.restore_beneath();
     e.collect_garbage()?;
     Ok(Tables {
         routing: e.routing.commit(),
@@ -695,6 +935,121 @@ pub fn apply_learned(
         ports: Arc::clone(&base.ports),
         mgmt: Arc::new(e.mgmt),
     })
+}
+
+/// What zebra asked for, as one change to `routes` in table `vrf`.
+pub enum FpmOp {
+    /// Add or replace zebra's route at `prefix`.
+    Set {
+        vrf: Vrf,
+        prefix: Prefix,
+        target: FpmTarget,
+        proto: u8,
+    },
+    /// Withdraw it.
+    Del { vrf: Vrf, prefix: Prefix },
+}
+
+/// What a batch from zebra did.
+#[derive(Debug, Default)]
+pub struct FpmApplied {
+    pub added: u64,
+    pub deleted: u64,
+    /// Routes that could not be installed (and were not kept).
+    pub refused: u64,
+    pub last_error: Option<String>,
+}
+
+/// Applies zebra's changes as one batch, keeping `rib` (what zebra holds)
+/// in step: a route lands in the FIB unless another origin holds the
+/// prefix, and leaves it only if it is the one installed. A route that
+/// cannot be installed is refused alone; the rest of the batch applies.
+/// `None` when the tables did not change (a replay of known routes).
+pub fn apply_fpm(
+    base: &Tables,
+    acl_w: &acl::ClassifierWriter,
+    rib: &mut FpmRib,
+    ops: Vec<FpmOp>,
+) -> (Option<Tables>, FpmApplied) {
+    let mut e = Edit::new(base, acl_w, None);
+    let mut done = FpmApplied::default();
+    let mut changed = false;
+    for op in ops {
+        match op {
+            FpmOp::Set {
+                vrf,
+                prefix,
+                target,
+                proto,
+            } => {
+                done.added += 1;
+                let installed = e.routing.current().entry(vrf, prefix);
+                let Some(t) = rib.set(vrf, prefix, target, proto) else {
+                    if installed.is_some() {
+                        continue;
+                    }
+                    // Held but not installed (refused before): try again.
+                    let r = rib.get(vrf, prefix).expect("held");
+                    let t = Arc::clone(&r.target);
+                    if e.install_fpm(vrf, prefix, &t, proto).is_ok() {
+                        changed = true;
+                    }
+                    continue;
+                };
+                if installed.is_some_and(|i| !i.origin.fpm) {
+                    continue;
+                }
+                match e.install_fpm(vrf, prefix, &t, proto) {
+                    Ok(()) => changed = true,
+                    Err(er) => {
+                        rib.del(vrf, prefix);
+                        done.refused += 1;
+                        done.last_error = Some(format!("{}: {}", net_of(prefix), er.message));
+                    }
+                }
+            }
+            FpmOp::Del { vrf, prefix } => {
+                done.deleted += 1;
+                rib.del(vrf, prefix);
+                if e.routing
+                    .current()
+                    .entry(vrf, prefix)
+                    .is_some_and(|i| i.origin.fpm)
+                {
+                    if let Ok(old) = e.routing.del(vrf, prefix) {
+                        e.retire(Some(old));
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    if !changed {
+        return (None, done);
+    }
+    if let Err(er) = e.collect_garbage() {
+        done.last_error = Some(er.message);
+    }
+    let tables = Tables {
+        routing: e.routing.commit(),
+        acl: Arc::clone(&base.acl),
+        ports: Arc::clone(&base.ports),
+        mgmt: Arc::new(e.mgmt),
+    };
+    (Some(tables), done)
+}
+
+fn check_family(via: Option<IpAddr>, prefix: Prefix) -> Result<(), ErrorBody> {
+    match via {
+        Some(v) if v.is_ipv4() != matches!(prefix, Prefix::V4(_)) => Err(err(
+            ErrorKind::Invalid,
+            format!(
+                "gateway {v} and prefix {} are of different families",
+                net_of(prefix)
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The wire view of a routing target, for dumps.
@@ -707,7 +1062,22 @@ pub fn target_to_wire(t: &Tables, target: Target) -> RouteTarget {
             },
             None => RouteTarget::Nhid(id),
         },
-        Target::Group(id) => RouteTarget::Group(id),
+        Target::Group(id) => match t.mgmt.auto_group_by_id.get(&id) {
+            Some(members) => RouteTarget::Multipath(
+                members
+                    .iter()
+                    .map(|&(nh, weight)| {
+                        let (via, port) = t.mgmt.auto_by_id.get(&nh).copied().unwrap_or_default();
+                        wire::NextHopSpec {
+                            via,
+                            dev: t.ports.get(usize::from(port)).map(|p| p.name.clone()),
+                            weight,
+                        }
+                    })
+                    .collect(),
+            ),
+            None => RouteTarget::Group(id),
+        },
         Target::Blackhole => RouteTarget::Blackhole,
         Target::Reject => RouteTarget::Reject,
         Target::Local => RouteTarget::Local,
@@ -715,8 +1085,10 @@ pub fn target_to_wire(t: &Tables, target: Target) -> RouteTarget {
 }
 
 /// One wire route.
-pub fn route_to_wire(t: &Tables, table: u32, p: Prefix, target: Target) -> wire::Route {
+pub fn route_to_wire(t: &Tables, table: u32, p: Prefix, e: route::Entry) -> wire::Route {
+    let target = e.target;
     wire::Route {
+        proto: Some(route::proto_name(e.origin.proto).into()),
         linkdown: t.routing.linkdown(target),
         prefix: net_of(p),
         table,

@@ -101,6 +101,95 @@ pub enum Target {
     Local,
 }
 
+/// Who put a route in the table, and the routing protocol it reports.
+///
+/// `proto` uses Linux's `rtm_protocol` numbers, as `ip route` and zebra do
+/// (2 kernel, 4 static, 186 bgp, 188 ospf, ...). `fpm` marks the routes
+/// zebra installed over FPM: they give way to every other route at the
+/// same prefix (see `control::fpm` for the precedence).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// Routing protocol (`rtm_protocol`).
+    pub proto: u8,
+    /// Installed by zebra over FPM.
+    pub fpm: bool,
+}
+
+impl Origin {
+    /// What the appliance derives itself: connected and local routes of
+    /// port addresses, host routes to attached neighbours (Linux: kernel).
+    pub const KERNEL: Origin = Origin {
+        proto: 2,
+        fpm: false,
+    };
+    /// The operator's: the config file and `fwdctl`.
+    pub const STATIC: Origin = Origin {
+        proto: 4,
+        fpm: false,
+    };
+
+    /// A route from zebra over FPM, reported as `proto`.
+    pub const fn fpm(proto: u8) -> Origin {
+        Origin { proto, fpm: true }
+    }
+}
+
+/// Names of routing protocols (`rtm_protocol`), as iproute2's
+/// `rt_protos` and FRR's `rt_netlink.h` number them. zebra sends its own
+/// static routes as 196 (`RTPROT_ZSTATIC`): "zstatic", so that "static"
+/// stays the operator's (config and fwdctl, 4); zebra sends OSPFv2 and
+/// OSPFv3 both as 188 and connected routes as 2 (kernel).
+const PROTOS: [(u8, &str); 22] = [
+    (1, "redirect"),
+    (2, "kernel"),
+    (3, "boot"),
+    (4, "static"),
+    (11, "zebra"),
+    (12, "bird"),
+    (16, "dhcp"),
+    (42, "babel"),
+    (186, "bgp"),
+    (187, "isis"),
+    (188, "ospf"),
+    (189, "rip"),
+    (190, "ripng"),
+    (191, "nhrp"),
+    (192, "eigrp"),
+    (193, "ldp"),
+    (194, "sharp"),
+    (195, "pbr"),
+    (196, "zstatic"),
+    (197, "openfabric"),
+    (198, "srte"),
+    (0, "unspec"),
+];
+
+/// The name of routing protocol `proto`; its number when it has none.
+pub fn proto_name(proto: u8) -> std::borrow::Cow<'static, str> {
+    PROTOS
+        .iter()
+        .find(|(n, _)| *n == proto)
+        .map_or_else(|| proto.to_string().into(), |(_, s)| (*s).into())
+}
+
+/// The number of a protocol name (any case), or of a number written out.
+pub fn proto_from_name(name: &str) -> Option<u8> {
+    PROTOS
+        .iter()
+        .find(|(_, s)| s.eq_ignore_ascii_case(name))
+        .map(|(n, _)| *n)
+        .or_else(|| name.parse().ok())
+}
+
+/// A route as the RIB holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Entry {
+    /// Where it sends packets (all the FIB knows of it).
+    pub target: Target,
+    /// Who installed it.
+    pub origin: Origin,
+}
+
 /// The outcome of a lookup with ECMP resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Resolved {
@@ -350,7 +439,7 @@ pub struct BatchError {
 /// IPv4 does not copy IPv6's directories, and vice versa.
 #[derive(Clone, Default)]
 struct Family<const W: u32> {
-    rib: Rib<W>,
+    rib: Rib<W, Entry>,
     fib: Fib<W>,
 }
 
@@ -361,17 +450,18 @@ struct VrfTables {
 }
 
 impl<const W: u32> Family<W> {
-    /// `addr/len -> target` (encoded `v`) into RIB and FIB; returns the old target.
+    /// `addr/len -> entry` (its target encoded `v`) into RIB and FIB;
+    /// returns the old entry. The FIB is written only when the target changed.
     fn set(
         &mut self,
         a: u128,
         l: u8,
-        target: Target,
+        entry: Entry,
         v: u32,
         kids: &mut Vec<(u128, u8)>,
-    ) -> Option<Target> {
-        let old = self.rib.insert(a, l, target);
-        if old != Some(target) {
+    ) -> Option<Entry> {
+        let old = self.rib.insert(a, l, entry);
+        if old.map(|e| e.target) != Some(entry.target) {
             self.rib.maximal_children(a, l, kids);
             self.fib.apply_prefix(a, l, v, kids);
         }
@@ -379,10 +469,10 @@ impl<const W: u32> Family<W> {
     }
 
     /// Removes `addr/len`; its addresses fall back to the covering route.
-    fn remove(&mut self, a: u128, l: u8, kids: &mut Vec<(u128, u8)>) -> Option<Target> {
+    fn remove(&mut self, a: u128, l: u8, kids: &mut Vec<(u128, u8)>) -> Option<Entry> {
         let old = self.rib.remove(a, l)?;
         let parent = if l == 0 { None } else { self.rib.lpm(a, l - 1) };
-        let v = parent.map_or(0, |(_, _, pt)| encode(pt));
+        let v = parent.map_or(0, |(_, _, pt)| encode(pt.target));
         self.rib.maximal_children(a, l, kids);
         self.fib.apply_prefix(a, l, v, kids);
         Some(old)
@@ -398,6 +488,9 @@ pub struct Routing {
     /// Ports that are down: their next hops get no ECMP slots.
     down_ports: Arc<std::collections::BTreeSet<u16>>,
     version: u64,
+    /// Routes whose origin is FPM (kept by every write, so status reports
+    /// need no walk).
+    fpm_routes: usize,
 }
 
 static_assertions::assert_impl_all!(Routing: Send, Sync);
@@ -480,6 +573,7 @@ impl Routing {
             groups: Arc::new(IdTable::new()),
             down_ports: Arc::default(),
             version: 0,
+            fpm_routes: 0,
         }
     }
 
@@ -521,6 +615,7 @@ impl Routing {
             r: self,
             scratch: Vec::new(),
             touched: Vec::new(),
+            removed: None,
         }
     }
 
@@ -656,18 +751,23 @@ impl Routing {
 
     /// Longest-prefix match in the RIB (`ip route get`): the matching route.
     pub fn route4(&self, vrf: Vrf, dst: u32) -> Option<(Prefix4, Target)> {
-        let (a, l, t) = self.vrfs.get(&vrf)?.v4.rib.lpm(dst as u128, 32)?;
-        Some((Prefix4::new(a as u32, l).ok()?, t))
+        let (a, l, e) = self.vrfs.get(&vrf)?.v4.rib.lpm(dst as u128, 32)?;
+        Some((Prefix4::new(a as u32, l).ok()?, e.target))
     }
 
     /// Longest-prefix match in the IPv6 RIB.
     pub fn route6(&self, vrf: Vrf, dst: u128) -> Option<(Prefix6, Target)> {
-        let (a, l, t) = self.vrfs.get(&vrf)?.v6.rib.lpm(dst, 128)?;
-        Some((Prefix6::new(a, l).ok()?, t))
+        let (a, l, e) = self.vrfs.get(&vrf)?.v6.rib.lpm(dst, 128)?;
+        Some((Prefix6::new(a, l).ok()?, e.target))
     }
 
     /// Exact route lookup.
     pub fn get(&self, vrf: Vrf, prefix: Prefix) -> Option<Target> {
+        self.entry(vrf, prefix).map(|e| e.target)
+    }
+
+    /// Exact route lookup, with the route's origin.
+    pub fn entry(&self, vrf: Vrf, prefix: Prefix) -> Option<Entry> {
         let t = self.vrfs.get(&vrf)?;
         match prefix {
             Prefix::V4(p) => t.v4.rib.get(p.addr() as u128, p.len()),
@@ -676,33 +776,54 @@ impl Routing {
     }
 
     /// IPv4 routes of `vrf` in prefix order (address, then length).
-    pub fn routes4(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix4, Target)> + '_ {
+    pub fn entries4(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix4, Entry)> + '_ {
         self.vrfs
             .get(&vrf)
             .into_iter()
             .flat_map(|t| t.v4.rib.iter())
-            .map(|(a, l, t)| {
+            .map(|(a, l, e)| {
                 (
                     Prefix4::new_truncate(a as u32, l).unwrap_or(Prefix4::DEFAULT),
-                    t,
+                    e,
                 )
             })
     }
 
     /// IPv6 routes of `vrf` in prefix order.
-    pub fn routes6(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix6, Target)> + '_ {
+    pub fn entries6(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix6, Entry)> + '_ {
         self.vrfs
             .get(&vrf)
             .into_iter()
             .flat_map(|t| t.v6.rib.iter())
-            .map(|(a, l, t)| (Prefix6::new_truncate(a, l).unwrap_or(Prefix6::DEFAULT), t))
+            .map(|(a, l, e)| (Prefix6::new_truncate(a, l).unwrap_or(Prefix6::DEFAULT), e))
+    }
+
+    /// All routes of `vrf` with their origins: IPv4 then IPv6, each in
+    /// prefix order.
+    pub fn entries(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix, Entry)> + '_ {
+        self.entries4(vrf)
+            .map(|(p, e)| (Prefix::V4(p), e))
+            .chain(self.entries6(vrf).map(|(p, e)| (Prefix::V6(p), e)))
+    }
+
+    /// IPv4 routes of `vrf` in prefix order (address, then length).
+    pub fn routes4(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix4, Target)> + '_ {
+        self.entries4(vrf).map(|(p, e)| (p, e.target))
+    }
+
+    /// IPv6 routes of `vrf` in prefix order.
+    pub fn routes6(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix6, Target)> + '_ {
+        self.entries6(vrf).map(|(p, e)| (p, e.target))
     }
 
     /// All routes of `vrf`: IPv4 then IPv6, each in prefix order.
     pub fn routes(&self, vrf: Vrf) -> impl Iterator<Item = (Prefix, Target)> + '_ {
-        self.routes4(vrf)
-            .map(|(p, t)| (Prefix::V4(p), t))
-            .chain(self.routes6(vrf).map(|(p, t)| (Prefix::V6(p), t)))
+        self.entries(vrf).map(|(p, e)| (p, e.target))
+    }
+
+    /// Routes installed by zebra over FPM, in every table.
+    pub fn fpm_route_count(&self) -> usize {
+        self.fpm_routes
     }
 
     /// Number of routes in `vrf` (IPv4, IPv6).
@@ -809,6 +930,9 @@ pub struct Txn {
     r: Routing,
     scratch: Vec<(u128, u8)>,
     touched: Vec<Vrf>,
+    /// Prefixes deleted by this batch, when recording (see
+    /// [`Txn::record_removals`]).
+    removed: Option<Vec<(Vrf, Prefix)>>,
 }
 
 impl Txn {
@@ -902,19 +1026,40 @@ impl Txn {
         Arc::make_mut(map.entry(vrf).or_default())
     }
 
-    /// Writes `prefix -> target` into RIB and FIB (no validation, no refcounts).
-    fn set_route(&mut self, vrf: Vrf, prefix: Prefix, target: Target) -> Option<Target> {
+    /// Writes `prefix -> entry` into RIB and FIB (no validation, no refcounts).
+    fn set_route(&mut self, vrf: Vrf, prefix: Prefix, entry: Entry) -> Option<Entry> {
         let mut kids = std::mem::take(&mut self.scratch);
-        let v = encode(target);
+        let v = encode(entry.target);
         let t = self.vrf_mut(vrf);
         let old = match prefix {
             Prefix::V4(p) => {
-                Arc::make_mut(&mut t.v4).set(p.addr() as u128, p.len(), target, v, &mut kids)
+                Arc::make_mut(&mut t.v4).set(p.addr() as u128, p.len(), entry, v, &mut kids)
             }
-            Prefix::V6(p) => Arc::make_mut(&mut t.v6).set(p.addr(), p.len(), target, v, &mut kids),
+            Prefix::V6(p) => Arc::make_mut(&mut t.v6).set(p.addr(), p.len(), entry, v, &mut kids),
         };
         self.scratch = kids;
+        if old.is_some_and(|o| o.origin.fpm) {
+            self.r.fpm_routes -= 1;
+        }
+        if entry.origin.fpm {
+            self.r.fpm_routes += 1;
+        }
         old
+    }
+
+    /// From now on, remember every prefix this batch deletes
+    /// ([`Txn::take_removed`]): a caller that keeps routes of its own
+    /// beneath the table's (FPM's, under the operator's) puts them back.
+    pub fn record_removals(&mut self) {
+        self.removed.get_or_insert_with(Vec::new);
+    }
+
+    /// The prefixes deleted since [`Txn::record_removals`].
+    pub fn take_removed(&mut self) -> Vec<(Vrf, Prefix)> {
+        self.removed
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Adds a route.
@@ -926,7 +1071,14 @@ impl Txn {
         if self.r.get(vrf, prefix).is_some() {
             return Err(RouteError::RouteExists { vrf, prefix });
         }
-        self.set_route(vrf, prefix, target);
+        self.set_route(
+            vrf,
+            prefix,
+            Entry {
+                target,
+                origin: Origin::STATIC,
+            },
+        );
         self.add_ref(target, 1);
         Ok(())
     }
@@ -959,11 +1111,27 @@ impl Txn {
         prefix: Prefix,
         target: Target,
     ) -> Result<Option<Target>, RouteError> {
+        self.set(vrf, prefix, target, Origin::STATIC)
+            .map(|o| o.map(|e| e.target))
+    }
+
+    /// Adds or replaces a route of `origin`; returns the old entry if there
+    /// was one.
+    ///
+    /// # Errors
+    /// `UnknownNextHop`, `UnknownGroup`.
+    pub fn set(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        target: Target,
+        origin: Origin,
+    ) -> Result<Option<Entry>, RouteError> {
         self.check_target(target)?;
-        let old = self.set_route(vrf, prefix, target);
+        let old = self.set_route(vrf, prefix, Entry { target, origin });
         self.add_ref(target, 1);
         if let Some(o) = old {
-            self.add_ref(o, -1);
+            self.add_ref(o.target, -1);
         }
         Ok(old)
     }
@@ -985,8 +1153,14 @@ impl Txn {
         };
         self.scratch = kids;
         let old = old.ok_or(RouteError::RouteNotFound { vrf, prefix })?;
-        self.add_ref(old, -1);
-        Ok(old)
+        self.add_ref(old.target, -1);
+        if old.origin.fpm {
+            self.r.fpm_routes -= 1;
+        }
+        if let Some(r) = self.removed.as_mut() {
+            r.push((vrf, prefix));
+        }
+        Ok(old.target)
     }
 
     fn check_id(id: u32) -> Result<(), RouteError> {

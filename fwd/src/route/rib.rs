@@ -20,17 +20,27 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::parray::{touch, ARC_HEADER};
-use super::Target;
 
-#[derive(Clone, Default, Debug)]
-struct Node {
+#[derive(Clone, Debug)]
+struct Node<V> {
     pbits: [u64; 8],
-    pfx: Vec<Target>,
+    pfx: Vec<V>,
     cbits: [u64; 4],
-    kids: Vec<Arc<Node>>,
+    kids: Vec<Arc<Node<V>>>,
 }
 
-impl Drop for Node {
+impl<V> Default for Node<V> {
+    fn default() -> Self {
+        Node {
+            pbits: [0; 8],
+            pfx: Vec::new(),
+            cbits: [0; 4],
+            kids: Vec::new(),
+        }
+    }
+}
+
+impl<V> Drop for Node<V> {
     fn drop(&mut self) {
         // See `parray::touch`: overlap the cache misses of the children's
         // reference counts before their serialising decrements.
@@ -41,7 +51,7 @@ impl Drop for Node {
 /// `Arc::make_mut` for nodes, with the children's counts loaded first (cloning
 /// a node increments every child's count).
 #[inline]
-fn mm(a: &mut Arc<Node>) -> &mut Node {
+fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
     if Arc::strong_count(a) != 1 {
         touch(&a.kids);
     }
@@ -91,18 +101,18 @@ fn level(idx: usize) -> u32 {
     usize::BITS - 1 - idx.leading_zeros()
 }
 
-impl Node {
+impl<V: Copy + PartialEq> Node<V> {
     #[inline]
     fn has_pfx(&self, idx: usize) -> bool {
         test(&self.pbits, idx)
     }
 
     #[inline]
-    fn pfx_get(&self, idx: usize) -> Option<Target> {
+    fn pfx_get(&self, idx: usize) -> Option<V> {
         test(&self.pbits, idx).then(|| self.pfx[rank(&self.pbits, idx)])
     }
 
-    fn pfx_set(&mut self, idx: usize, t: Target) -> Option<Target> {
+    fn pfx_set(&mut self, idx: usize, t: V) -> Option<V> {
         let r = rank(&self.pbits, idx);
         if test(&self.pbits, idx) {
             Some(std::mem::replace(&mut self.pfx[r], t))
@@ -113,7 +123,7 @@ impl Node {
         }
     }
 
-    fn pfx_del(&mut self, idx: usize) -> Option<Target> {
+    fn pfx_del(&mut self, idx: usize) -> Option<V> {
         if !test(&self.pbits, idx) {
             return None;
         }
@@ -127,12 +137,12 @@ impl Node {
     }
 
     #[inline]
-    fn kid(&self, b: usize) -> Option<&Arc<Node>> {
+    fn kid(&self, b: usize) -> Option<&Arc<Node<V>>> {
         test(&self.cbits, b).then(|| &self.kids[rank(&self.cbits, b)])
     }
 
     /// Child `b` (created empty if absent), unshared. Returns whether it was created.
-    fn kid_mut_or_new(&mut self, b: usize) -> (&mut Node, bool) {
+    fn kid_mut_or_new(&mut self, b: usize) -> (&mut Node<V>, bool) {
         let r = rank(&self.cbits, b);
         let created = !test(&self.cbits, b);
         if created {
@@ -142,7 +152,7 @@ impl Node {
         (mm(&mut self.kids[r]), created)
     }
 
-    fn kid_arc_mut(&mut self, b: usize) -> Option<&mut Arc<Node>> {
+    fn kid_arc_mut(&mut self, b: usize) -> Option<&mut Arc<Node<V>>> {
         if test(&self.cbits, b) {
             let r = rank(&self.cbits, b);
             Some(&mut self.kids[r])
@@ -180,11 +190,11 @@ impl Node {
     }
 
     fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        let mut b = self.pfx.capacity() * size_of::<Target>()
-            + self.kids.capacity() * size_of::<Arc<Node>>();
+        let mut b =
+            self.pfx.capacity() * size_of::<V>() + self.kids.capacity() * size_of::<Arc<Node<V>>>();
         for k in &self.kids {
             if seen.insert(Arc::as_ptr(k) as usize) {
-                b += ARC_HEADER + size_of::<Node>() + k.mem(seen);
+                b += ARC_HEADER + size_of::<Node<V>>() + k.mem(seen);
             }
         }
         b
@@ -193,19 +203,19 @@ impl Node {
 
 /// See the module doc.
 #[derive(Clone)]
-pub(crate) struct Rib<const W: u32> {
-    root: Arc<Node>,
+pub(crate) struct Rib<const W: u32, V> {
+    root: Arc<Node<V>>,
     len: usize,
     nodes: usize,
 }
 
-impl<const W: u32> Default for Rib<W> {
+impl<const W: u32, V: Copy + PartialEq> Default for Rib<W, V> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const W: u32> Rib<W> {
+impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     pub(crate) fn new() -> Self {
         Rib {
             root: Arc::new(Node::default()),
@@ -265,7 +275,7 @@ impl<const W: u32> Rib<W> {
     }
 
     /// Exact match.
-    pub(crate) fn get(&self, addr: u128, len: u8) -> Option<Target> {
+    pub(crate) fn get(&self, addr: u128, len: u8) -> Option<V> {
         let (d, idx) = Self::locate(addr, len);
         let mut n = &*self.root;
         for k in 0..d {
@@ -275,7 +285,7 @@ impl<const W: u32> Rib<W> {
     }
 
     /// Inserts or replaces; returns the previous target.
-    pub(crate) fn insert(&mut self, addr: u128, len: u8, t: Target) -> Option<Target> {
+    pub(crate) fn insert(&mut self, addr: u128, len: u8, t: V) -> Option<V> {
         let (d, idx) = Self::locate(addr, len);
         let mut n = mm(&mut self.root);
         for k in 0..d {
@@ -291,7 +301,7 @@ impl<const W: u32> Rib<W> {
     }
 
     /// Removes; returns the removed target. Empty nodes are pruned.
-    pub(crate) fn remove(&mut self, addr: u128, len: u8) -> Option<Target> {
+    pub(crate) fn remove(&mut self, addr: u128, len: u8) -> Option<V> {
         // Check first so that removing an absent prefix copies nothing.
         self.get(addr, len)?;
         let (d, idx) = Self::locate(addr, len);
@@ -301,7 +311,7 @@ impl<const W: u32> Rib<W> {
         Some(t)
     }
 
-    fn rm(n: &mut Node, addr: u128, d: u32, idx: usize, k: u32) -> Option<(Target, usize)> {
+    fn rm(n: &mut Node<V>, addr: u128, d: u32, idx: usize, k: u32) -> Option<(V, usize)> {
         if k == d {
             return n.pfx_del(idx).map(|t| (t, 0));
         }
@@ -316,7 +326,7 @@ impl<const W: u32> Rib<W> {
     }
 
     /// Longest prefix of length `<= max_len` that covers `addr`.
-    pub(crate) fn lpm(&self, addr: u128, max_len: u8) -> Option<(u128, u8, Target)> {
+    pub(crate) fn lpm(&self, addr: u128, max_len: u8) -> Option<(u128, u8, V)> {
         let max = max_len as u32;
         let mut best = None;
         let mut n = &*self.root;
@@ -370,7 +380,7 @@ impl<const W: u32> Rib<W> {
         Self::below(n, idx, Self::base(addr, d), d, out);
     }
 
-    fn below(n: &Node, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
+    fn below(n: &Node<V>, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
         if idx >= 256 {
             let b = idx - 256;
             if let Some(c) = n.kid(b) {
@@ -384,7 +394,7 @@ impl<const W: u32> Rib<W> {
         }
     }
 
-    fn collect(n: &Node, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
+    fn collect(n: &Node<V>, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
         if n.has_pfx(idx) {
             out.push(Self::prefix_of(base, d, idx));
         } else if n.subtree_nonempty(idx) {
@@ -393,7 +403,7 @@ impl<const W: u32> Rib<W> {
     }
 
     /// All prefixes in prefix order (address, then length).
-    pub(crate) fn iter(&self) -> RibIter<'_, W> {
+    pub(crate) fn iter(&self) -> RibIter<'_, W, V> {
         let mut stack = Vec::with_capacity(64);
         if !self.root.is_empty() {
             stack.push((&*self.root, 1u16, 0u128, 0u8));
@@ -406,17 +416,17 @@ impl<const W: u32> Rib<W> {
         if !seen.insert(Arc::as_ptr(&self.root) as usize) {
             return 0;
         }
-        ARC_HEADER + size_of::<Node>() + self.root.mem(seen)
+        ARC_HEADER + size_of::<Node<V>>() + self.root.mem(seen)
     }
 }
 
 /// Pre-order iterator over a RIB: `(addr, len, target)`.
-pub(crate) struct RibIter<'a, const W: u32> {
-    stack: Vec<(&'a Node, u16, u128, u8)>,
+pub(crate) struct RibIter<'a, const W: u32, V> {
+    stack: Vec<(&'a Node<V>, u16, u128, u8)>,
 }
 
-impl<const W: u32> Iterator for RibIter<'_, W> {
-    type Item = (u128, u8, Target);
+impl<const W: u32, V: Copy + PartialEq> Iterator for RibIter<'_, W, V> {
+    type Item = (u128, u8, V);
 
     fn next(&mut self) -> Option<Self::Item> {
         while let Some((n, idx, base, d)) = self.stack.pop() {
@@ -439,7 +449,7 @@ impl<const W: u32> Iterator for RibIter<'_, W> {
                 }
             }
             if let Some(t) = n.pfx_get(idx) {
-                let (a, l) = Rib::<W>::prefix_of(base, d as u32, idx);
+                let (a, l) = Rib::<W, V>::prefix_of(base, d as u32, idx);
                 return Some((a, l, t));
             }
         }
@@ -450,6 +460,7 @@ impl<const W: u32> Iterator for RibIter<'_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::Target;
 
     fn p4(s: &str) -> (u128, u8) {
         let p: super::super::Prefix4 = s.parse().unwrap();
@@ -458,7 +469,7 @@ mod tests {
 
     #[test]
     fn insert_get_remove_iter() {
-        let mut r = Rib::<32>::new();
+        let mut r = Rib::<32, Target>::new();
         let items = [
             "0.0.0.0/0",
             "10.0.0.0/8",
@@ -512,13 +523,13 @@ mod tests {
         assert_eq!(before.iter().count(), items.len());
         assert_eq!(
             r.mem(&mut HashSet::new()),
-            Rib::<32>::new().mem(&mut HashSet::new())
+            Rib::<32, Target>::new().mem(&mut HashSet::new())
         );
     }
 
     #[test]
     fn v6_extremes() {
-        let mut r = Rib::<128>::new();
+        let mut r = Rib::<128, Target>::new();
         r.insert(0, 0, Target::Blackhole);
         r.insert(u128::MAX, 128, Target::Local);
         r.insert(u128::MAX - 1, 127, Target::Reject);

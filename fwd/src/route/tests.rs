@@ -900,3 +900,53 @@ fn full_tables_match_reference_and_delete_to_baseline() {
     // and the loaded version is untouched by that
     assert_eq!(r.stats().vrfs, st.vrfs);
 }
+
+#[test]
+fn protocol_names_round_trip() {
+    for (p, n) in [
+        (186, "bgp"),
+        (188, "ospf"),
+        (187, "isis"),
+        (196, "zstatic"),
+        (4, "static"),
+        (2, "kernel"),
+        (194, "sharp"),
+    ] {
+        assert_eq!(super::proto_name(p), n);
+        assert_eq!(super::proto_from_name(n), Some(p));
+    }
+    for p in 0..=255u8 {
+        assert_eq!(super::proto_from_name(&super::proto_name(p)), Some(p));
+    }
+    assert_eq!(super::proto_from_name("BGP"), Some(186));
+    assert_eq!(super::proto_name(250), "250");
+    assert_eq!(super::proto_from_name("nonsense"), None);
+    assert_eq!(super::proto_from_name("256"), None);
+}
+
+#[test]
+fn routes_keep_their_origin_and_the_fib_ignores_it() {
+    let mut t = base().into_txn();
+    let pfx = p4("10.9.0.0/16");
+    t.set(0, pfx, Target::Blackhole, Origin::fpm(186)).unwrap();
+    let r = t.commit();
+    assert_eq!(
+        r.entry(0, pfx),
+        Some(Entry {
+            target: Target::Blackhole,
+            origin: Origin::fpm(186)
+        })
+    );
+    // Only the origin changes: the same FIB answer.
+    let mut t = r.txn();
+    let old = t.set(0, pfx, Target::Blackhole, Origin::STATIC).unwrap();
+    assert_eq!(old.map(|e| e.origin), Some(Origin::fpm(186)));
+    let r2 = t.commit();
+    assert_eq!(r2.entry(0, pfx).unwrap().origin, Origin::STATIC);
+    assert_eq!(r2.lookup4(0, 0x0a09_0001, 0), Resolved::Blackhole);
+    // Deleted prefixes are recorded on request.
+    let mut t = r2.txn();
+    t.record_removals();
+    t.del(0, pfx).unwrap();
+    assert_eq!(t.take_removed(), vec![(0, pfx)]);
+}

@@ -14,7 +14,12 @@
 //!   neighbour advertisement with a target link-layer address;
 //! - router solicitations on ports that send router advertisements.
 //!
-//! Everything else of ARP / ND is consumed and counted.
+//! Everything else of ARP / ND is consumed and counted; with the host path
+//! on, ARP replies and neighbour advertisements addressed to the appliance
+//! also go to the port's kernel interface (its sockets resolve their peers
+//! too: a BGP session's first SYN waits for the kernel's own ARP), and so
+//! do router advertisements, redirects, and router solicitations on ports
+//! that send no advertisements.
 
 use std::net::IpAddr;
 
@@ -42,6 +47,7 @@ pub fn arp(
     learned: &mut [(u8, NeighMsg)],
     n: &mut usize,
     i: usize,
+    host: bool,
 ) -> Verdict {
     let Some(msg) = pkt::parse_arp(frame) else {
         return Verdict::Drop(DropReason::NotIp);
@@ -74,7 +80,11 @@ pub fn arp(
             || (matches!(msg, NeighMsg::ArpReply { .. }) && ours(target_ip)) =>
         {
             record(learned, n, i, msg);
-            Verdict::Consumed
+            if host && matches!(msg, NeighMsg::ArpReply { .. }) {
+                Verdict::Punt
+            } else {
+                Verdict::Consumed
+            }
         }
         _ => Verdict::Consumed,
     }
@@ -89,6 +99,7 @@ pub fn is_nd(p: &Parsed) -> bool {
 /// Neighbour discovery (ICMPv6 133-137) received on `port`; `None` for
 /// any other packet.
 #[cold]
+#[allow(clippy::too_many_arguments)]
 pub fn neighbour_v6(
     frame: &mut [u8],
     p: &Parsed,
@@ -97,14 +108,20 @@ pub fn neighbour_v6(
     n: &mut usize,
     i: usize,
     tally: &mut Tally,
+    host: bool,
 ) -> Option<Verdict> {
     if !is_nd(p) {
         return None;
     }
     let Some(msg) = pkt::parse_nd(frame, p) else {
         // Redirects (137), advertisements of other routers (134) and
-        // invalid messages (RFC 4861's checks) are not for the data path.
-        return Some(Verdict::Consumed);
+        // invalid messages (RFC 4861's checks) are not for the data path;
+        // the kernel makes its own checks.
+        return Some(if host {
+            Verdict::Punt
+        } else {
+            Verdict::Consumed
+        });
     };
     let v = match msg {
         NeighMsg::Solicitation { src, target, sll } if port.owns(IpAddr::V6(target)) => {
@@ -119,12 +136,17 @@ pub fn neighbour_v6(
         }
         NeighMsg::Advertisement { tll: Some(_), .. } => {
             record(learned, n, i, msg);
-            Verdict::Consumed
+            if host {
+                Verdict::Punt
+            } else {
+                Verdict::Consumed
+            }
         }
         NeighMsg::RouterSolicitation { .. } if port.ra => {
             record(learned, n, i, msg);
             Verdict::Consumed
         }
+        NeighMsg::RouterSolicitation { .. } if host => Verdict::Punt,
         NeighMsg::RouterSolicitation { .. } => {
             tally.event(Event::RsIgnored);
             Verdict::Consumed
@@ -164,7 +186,7 @@ pub fn error_frame(
     p: &Parsed,
     err: IcmpError,
     port: &PortInfo,
-    limiter: &mut IcmpLimiter,
+    limiter: &mut TokenBucket,
     now_ns: u64,
 ) -> Result<usize, NoError> {
     if !pkt::may_send_error(frame, p, err) {
@@ -180,10 +202,11 @@ pub fn error_frame(
     pkt::build_error(out, frame, p, err, src, port.mac).ok_or(NoError::NotAllowed)
 }
 
-/// A token bucket for ICMP errors, per lcore (Linux: `icmp_msgs_per_sec`
-/// 1000, `icmp_msgs_burst` 50). Time is passed in, in nanoseconds.
+/// A token bucket, per lcore: for ICMP errors (Linux: `icmp_msgs_per_sec`
+/// 1000, `icmp_msgs_burst` 50) and for packets punted to a host
+/// interface. Time is passed in, in nanoseconds.
 #[derive(Clone, Debug)]
-pub struct IcmpLimiter {
+pub struct TokenBucket {
     /// Nanoseconds of credit; one error costs `cost_ns`.
     credit_ns: u64,
     cost_ns: u64,
@@ -191,17 +214,17 @@ pub struct IcmpLimiter {
     last_ns: u64,
 }
 
-impl IcmpLimiter {
-    /// `rate` errors per second with bursts of `burst`; a rate of 0 sends
-    /// none.
-    pub fn new(rate: u32, burst: u32) -> IcmpLimiter {
+impl TokenBucket {
+    /// `rate` per second with bursts of `burst`; a rate of 0 allows
+    /// nothing.
+    pub fn new(rate: u32, burst: u32) -> TokenBucket {
         let cost_ns = if rate == 0 {
             u64::MAX
         } else {
             1_000_000_000 / u64::from(rate)
         };
         let max_ns = cost_ns.saturating_mul(u64::from(burst.max(1)));
-        IcmpLimiter {
+        TokenBucket {
             credit_ns: max_ns,
             cost_ns,
             max_ns,
@@ -209,7 +232,7 @@ impl IcmpLimiter {
         }
     }
 
-    /// Whether one more error may go at `now_ns`; takes its token if so.
+    /// Whether one more may go at `now_ns`; takes its token if so.
     #[inline]
     pub fn allow(&mut self, now_ns: u64) -> bool {
         if self.cost_ns == u64::MAX {
@@ -233,7 +256,7 @@ mod tests {
 
     #[test]
     fn the_limiter_allows_a_burst_then_the_rate() {
-        let mut l = IcmpLimiter::new(1000, 50);
+        let mut l = TokenBucket::new(1000, 50);
         let t0 = 5_000_000_000;
         let burst = (0..200).filter(|_| l.allow(t0)).count();
         assert_eq!(burst, 50);
@@ -255,7 +278,7 @@ mod tests {
 
     #[test]
     fn a_zero_rate_sends_nothing() {
-        let mut l = IcmpLimiter::new(0, 50);
+        let mut l = TokenBucket::new(0, 50);
         assert!(!l.allow(1));
         assert!(!l.allow(u64::MAX));
     }

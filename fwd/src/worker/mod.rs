@@ -29,7 +29,7 @@ use crate::dpdk::mempool::Mempool;
 use crate::dpdk::port::{RxQueue, TxQueue};
 use crate::dpdk::{rdtsc, tsc_hz};
 use crate::pkt::{self, IcmpError};
-use crate::punt::{Channel, ToControl};
+use crate::punt::{Channel, Punt, ToControl};
 use crate::qsbr::Reader;
 use crate::stats::{DropReason, Event, LcoreCounters, Stats};
 use crate::tables::Tables;
@@ -54,6 +54,9 @@ pub struct WorkerSetup {
     pub channel: Arc<Channel>,
     /// ICMP errors: rate, burst, and the code of `reject` routes.
     pub icmp: IcmpSettings,
+    /// The host path, when on: this worker's share of each port's punt
+    /// rate (packets per second, indexed by port) and burst.
+    pub punt: Option<(Vec<u32>, u32)>,
 }
 
 /// How this worker sends ICMP errors.
@@ -71,7 +74,9 @@ pub struct Worker {
     setup: WorkerSetup,
     txbufs: Vec<TxBuffer>,
     stats: Arc<Stats>,
-    limiter: local::IcmpLimiter,
+    limiter: local::TokenBucket,
+    /// Per port: the punt policer (empty when the host path is off).
+    punt_limit: Vec<local::TokenBucket>,
     /// Where ICMP errors are built (allocated once, never zeroed per error).
     err_buf: Box<[u8; pkt::MAX_ERROR_FRAME]>,
 }
@@ -79,12 +84,19 @@ pub struct Worker {
 impl Worker {
     pub fn new(setup: WorkerSetup, stats: Arc<Stats>) -> Worker {
         let txbufs = (0..setup.tx.len()).map(|_| TxBuffer::default()).collect();
-        let limiter = local::IcmpLimiter::new(setup.icmp.rate, setup.icmp.burst);
+        let limiter = local::TokenBucket::new(setup.icmp.rate, setup.icmp.burst);
+        let punt_limit = setup.punt.as_ref().map_or_else(Vec::new, |(rates, burst)| {
+            rates
+                .iter()
+                .map(|&r| local::TokenBucket::new(r, *burst))
+                .collect()
+        });
         Worker {
             setup,
             txbufs,
             stats,
             limiter,
+            punt_limit,
             err_buf: Box::new([0; pkt::MAX_ERROR_FRAME]),
         }
     }
@@ -183,6 +195,7 @@ impl Worker {
             tables: t,
             in_port,
             reject: self.setup.icmp.reject,
+            host: !self.punt_limit.is_empty(),
         };
         {
             let mut io = Io {
@@ -319,8 +332,47 @@ impl Worker {
                 self.fragment(m, &s.parsed[i], port, mtu, tally, counters);
             }
             Verdict::Consumed => tally.event(Event::NeighMessages),
+            Verdict::Punt => {
+                let now = *now_ns.get_or_insert_with(|| clock_base.now().now_ns);
+                self.punt(in_port, burst, i, now, tally);
+            }
             Verdict::Route | Verdict::RouteIn(_) | Verdict::Forward(_) | Verdict::Local => {
                 tally.drop(DropReason::NoRoute);
+            }
+        }
+    }
+
+    /// Hands packet `i` to the host thread for `in_port`'s kernel
+    /// interface, if the port's policer allows.
+    #[cold]
+    fn punt(
+        &mut self,
+        in_port: usize,
+        burst: &mut RxBurst,
+        i: usize,
+        now_ns: u64,
+        tally: &mut Tally,
+    ) {
+        let allowed = self
+            .punt_limit
+            .get_mut(in_port)
+            .is_some_and(|l| l.allow(now_ns));
+        if !allowed {
+            tally.drop(DropReason::PuntPoliced);
+            return;
+        }
+        let Some(mbuf) = burst.take(i) else {
+            return;
+        };
+        let p = Punt {
+            port: in_port as u16,
+            mbuf,
+        };
+        match self.setup.channel.push_host(p) {
+            Ok(()) => tally.event(Event::Punted),
+            Err(p) => {
+                drop(p);
+                tally.drop(DropReason::PuntQueueFull);
             }
         }
     }

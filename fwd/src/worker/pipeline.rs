@@ -84,6 +84,8 @@ pub enum Verdict {
     Hold { port: u16 },
     /// Consumed: an ARP / ND message recorded for the control side.
     Consumed,
+    /// For the ingress port's kernel interface (the host path).
+    Punt,
 }
 
 // One register: the stages write a verdict per packet, and a larger enum is
@@ -173,6 +175,9 @@ pub struct Pipeline<'a> {
     pub in_port: usize,
     /// The unreachable code `reject` routes answer with.
     pub reject: IcmpError,
+    /// The host path is on: what is for the appliance and not answered
+    /// here goes to the port's kernel interface instead of being dropped.
+    pub host: bool,
 }
 
 impl Pipeline<'_> {
@@ -232,6 +237,7 @@ impl Pipeline<'_> {
                             &mut s.n_learned,
                             i,
                             tally,
+                            self.host,
                         )
                     }) {
                         v
@@ -241,9 +247,9 @@ impl Pipeline<'_> {
                         }
                         if is_multicast(p) {
                             // No multicast routing: link-scope control
-                            // traffic (MLD, IGMP, routing protocols) is for
+                            // traffic (MLD, IGMP, OSPF, VRRP, ...) is for
                             // the appliance's host side.
-                            Verdict::Drop(DropReason::Local)
+                            self.multicast(p)
                         } else if p.kind == L3Kind::V6
                             && port.is_some_and(|pi| pi.link_local == p.dst_v6())
                         {
@@ -255,7 +261,9 @@ impl Pipeline<'_> {
                 }
                 Err(e) if e.is_malformed() => Verdict::Drop(DropReason::Malformed),
                 Err(_) => match port {
-                    Some(pi) => local::arp(frame, pi, &mut s.learned, &mut s.n_learned, i),
+                    Some(pi) => {
+                        local::arp(frame, pi, &mut s.learned, &mut s.n_learned, i, self.host)
+                    }
                     None => Verdict::Drop(DropReason::NotIp),
                 },
             };
@@ -520,6 +528,25 @@ fn is_multicast(p: &Parsed) -> bool {
 }
 
 impl Pipeline<'_> {
+    /// Multicast and broadcast (never routed): link-scope groups and the
+    /// limited broadcast go to the host interface when there is one.
+    #[cold]
+    #[inline(never)]
+    fn multicast(&self, p: &Parsed) -> Verdict {
+        let link_scope = match p.kind {
+            // 224.0.0.0/24 (RFC 5771 local network control) and
+            // 255.255.255.255.
+            L3Kind::V4 => (p.dst[..3] == [224, 0, 0]) || p.dst[..4] == [255; 4],
+            // ff02::/16 (link-local scope).
+            L3Kind::V6 => p.dst[1] & 0x0f == 2,
+        };
+        if self.host && link_scope {
+            Verdict::Punt
+        } else {
+            Verdict::Drop(DropReason::Local)
+        }
+    }
+
     /// Stage 4 for a packet that is not being forwarded.
     #[cold]
     #[inline(never)]
@@ -535,6 +562,8 @@ impl Pipeline<'_> {
                     .is_some_and(|f| pkt::echo_reply_in_place(f, p, in_mac));
                 s.verdict[i] = if replied {
                     Verdict::Reply
+                } else if self.host {
+                    Verdict::Punt
                 } else {
                     Verdict::Drop(DropReason::Local)
                 };

@@ -87,6 +87,7 @@ fn tables(extra: Vec<Change>) -> Tables {
     let route = |p: &str, target: RouteTarget| {
         Change::RouteAdd(wire::Route {
             linkdown: false,
+            proto: None,
             prefix: p.parse().unwrap(),
             table: 0,
             target,
@@ -112,13 +113,18 @@ fn tables(extra: Vec<Change>) -> Tables {
         route("2001:db8::/32", via("fd02::fe")),
     ];
     changes.extend(extra);
-    control::apply_changes(&base, &mut acl_w, &changes)
+    control::apply_changes(&base, &mut acl_w, &changes, None)
         .map_err(|e| e.to_string())
         .unwrap()
         .tables
 }
 
 fn run(t: &Tables, frames: &mut Frames) -> (Scratch, Tally) {
+    run_with(t, frames, false)
+}
+
+/// With the host path on or off.
+fn run_with(t: &Tables, frames: &mut Frames, host: bool) -> (Scratch, Tally) {
     let mut s = Scratch::default();
     let mut tally = Tally::default();
     let (_, mut writers) = acl::CounterSet::new(1, 1024);
@@ -126,6 +132,7 @@ fn run(t: &Tables, frames: &mut Frames) -> (Scratch, Tally) {
         tables: t,
         in_port: 0,
         reject: IcmpError::AdminProhibited,
+        host,
     };
     pipe.run(frames, &mut s, &mut tally, &mut writers[0], Clock::default);
     (s, tally)
@@ -424,4 +431,86 @@ fn classifier_actions_take_effect_before_routing() {
     assert_eq!(s.verdict[0], Verdict::Drop(DropReason::AclDrop));
     assert_eq!(f.mirrored, vec![(0, 0)]);
     assert_eq!(s.verdict[1], Verdict::Tx(1));
+}
+
+#[test]
+fn the_host_path_takes_what_is_for_the_appliance_and_not_answered_here() {
+    let t = tables(vec![]);
+    let ours = Ipv4Addr::new(10, 1, 0, 1);
+    let host = Ipv4Addr::new(10, 1, 0, 2);
+    let bgp_syn = build::tcp4(&from_host(), host, ours, 40000, 179, 0x02, &[]);
+    let to_other_port_address = build::tcp4(
+        &from_host(),
+        host,
+        Ipv4Addr::new(10, 2, 0, 1),
+        40000,
+        22,
+        0x02,
+        &[],
+    );
+    let ospf_hello = build::ipv4(
+        &FrameSpec {
+            dst_mac: [1, 0, 0x5e, 0, 0, 5],
+            ..from_host()
+        },
+        host,
+        Ipv4Addr::new(224, 0, 0, 5),
+        89,
+        &[0; 40],
+    );
+    let site_multicast = udp4_to([239, 1, 1, 1], &from_host(), 10);
+    let ping = build::icmp4_echo(&from_host(), host, ours, 7, 1, &[0; 8]);
+    let forwarded = udp4_to([198, 51, 100, 7], &from_host(), 10);
+    let mut arp_reply = build::arp_request(&from_host(), host, ours);
+    arp_reply[21] = 2; // opcode: reply
+    arp_reply[32..38].copy_from_slice(&MAC_A);
+    let mld_query = build::icmp6(
+        &FrameSpec {
+            dst_mac: [0x33, 0x33, 0, 0, 0, 1],
+            ..from_host()
+        },
+        "fe80::2".parse().unwrap(),
+        "ff02::1".parse().unwrap(),
+        130,
+        0,
+        &[0; 20],
+    );
+    let frames = || {
+        Frames::new(vec![
+            bgp_syn.clone(),
+            to_other_port_address.clone(),
+            ospf_hello.clone(),
+            site_multicast.clone(),
+            ping.clone(),
+            forwarded.clone(),
+            arp_reply.clone(),
+            mld_query.clone(),
+        ])
+    };
+    let mut f = frames();
+    let (s, _) = run_with(&t, &mut f, true);
+    let v = &s.verdict;
+    assert_eq!(v[0], Verdict::Punt, "BGP to our address");
+    assert_eq!(v[1], Verdict::Punt, "SSH to another port's address");
+    assert_eq!(v[2], Verdict::Punt, "OSPF hello to 224.0.0.5");
+    assert_eq!(
+        v[3],
+        Verdict::Drop(DropReason::Local),
+        "no multicast routing"
+    );
+    assert_eq!(v[4], Verdict::Reply, "pings stay on the data path");
+    assert_eq!(v[5], Verdict::Tx(1), "forwarding is untouched");
+    assert_eq!(v[6], Verdict::Punt, "ARP replies reach the kernel too");
+    assert_eq!(v[7], Verdict::Punt, "MLD (ff02::1) to the host");
+    assert_eq!(s.n_learned, 1, "and the neighbour table still learns");
+
+    // Without the host path, the same traffic is dropped as local.
+    let mut f = frames();
+    let (s, _) = run_with(&t, &mut f, false);
+    let v = &s.verdict;
+    for i in [0, 1, 2, 3, 7] {
+        assert_eq!(v[i], Verdict::Drop(DropReason::Local), "frame {i}");
+    }
+    assert_eq!(v[6], Verdict::Consumed);
+    assert_eq!(s.n_learned, 1);
 }

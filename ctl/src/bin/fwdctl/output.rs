@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use ctl::wire::{
-    Done, Item, PortInfo, PortStats, PortXstats, RateSample, Request, Response, RouteLookup, Saved,
-    StatsReport, StatusReport,
+    Done, FpmStatus, Item, PortInfo, PortStats, PortXstats, RateSample, Request, Response,
+    RouteLookup, Saved, StatsReport, StatusReport,
 };
 
 use crate::table::Table;
@@ -38,6 +38,7 @@ pub fn response<W: Write>(mut out: W, r: &Response, json: bool) -> io::Result<()
         Response::Stats(s) => stats(&mut out, s)?,
         Response::Status(s) => status(&mut out, s)?,
         Response::Saved(s) => saved(&mut out, s)?,
+        Response::Fpm(s) => fpm(&mut out, s)?,
     }
     out.flush()
 }
@@ -256,6 +257,52 @@ fn stats<W: Write>(out: &mut W, s: &StatsReport) -> io::Result<()> {
             t.row(vec![e.event.clone(), e.count.to_string()])?;
         }
         t.finish()?;
+    }
+    Ok(())
+}
+
+fn fpm<W: Write>(out: &mut W, s: &FpmStatus) -> io::Result<()> {
+    let Some(listen) = &s.listen else {
+        return writeln!(out, "fpm: off (no fpm section in the config)");
+    };
+    let mut rows = vec![
+        ("listen", listen.clone()),
+        (
+            "zebra",
+            s.peer
+                .clone()
+                .unwrap_or_else(|| "not connected".to_string()),
+        ),
+        ("connects", s.connects.to_string()),
+        (
+            "routes",
+            format!(
+                "{} ({} installed, {} beneath operator routes)",
+                s.routes,
+                s.installed,
+                s.routes.saturating_sub(s.installed)
+            ),
+        ),
+        (
+            "received",
+            format!(
+                "{} messages in {} batches: {} adds, {} deletes, {} ignored, {} refused",
+                s.messages, s.batches, s.routes_added, s.routes_deleted, s.ignored, s.refused
+            ),
+        ),
+        ("swept", s.swept.to_string()),
+    ];
+    if let Some(ms) = s.sweep_in_ms {
+        rows.push((
+            "replay",
+            format!("{} stale routes, swept in {}", s.stale, duration(ms)),
+        ));
+    }
+    if let Some(e) = &s.last_error {
+        rows.push(("last error", e.clone()));
+    }
+    for (k, v) in rows {
+        writeln!(out, "{k:<12}{v}")?;
     }
     Ok(())
 }
@@ -618,9 +665,11 @@ mod tests {
             table: None,
             family: None,
             within: None,
+            proto: None,
         };
         let item = Item::Route(Route {
             linkdown: false,
+            proto: None,
             prefix: "10.0.0.0/8".parse().unwrap(),
             table: 0,
             target: RouteTarget::Blackhole,

@@ -1,0 +1,213 @@
+//! FPM ingest: how fast zebra's route stream becomes table generations.
+//!
+//! Builds the stream zebra's `dplane_fpm_nl` sends for a full table (one
+//! `RTM_NEWROUTE` per prefix, BGP, next hops spread over 8 gateways on two
+//! interfaces; the encoder's bytes match FRR 8.4's, see `fpm::codec`'s
+//! tests), then feeds it in 1 MiB reads, as the FPM thread reads its
+//! socket, through the daemon's own code: decode, translate, apply (one
+//! generation per read) and publish. Then the same for the withdrawals.
+//!
+//! ```text
+//! cargo run --release --bin bench_fpm [-- --data DIR] [--rounds N]
+//! ```
+//! `DIR` (default `$FWD_ROUTING_DATA`, else `../shared/data/routing` beside
+//! the repository) holds `ipv4_fulltable_gaissmai.txt.gz` and
+//! `ipv6_fulltable_gaissmai.txt`; without them a synthetic table of 900k
+//! IPv4 /24s is used (said so in the output).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ctl::wire::{self, Change};
+use fwd::acl;
+use fwd::control::fpm::{FpmControl, FpmEvent, FpmSettings, Ingest, Translate};
+use fwd::fpm::codec::{self, Path as NlPath, RouteKind, RouteOp, RouteUpdate};
+use fwd::qsbr::{self, QsbrConfig};
+use fwd::route::{loader, Prefix};
+use fwd::tables::{PortInfo, Tables};
+
+const CHUNK: usize = 1 << 20;
+
+fn prefixes(dir: &Path) -> (Vec<Prefix>, String) {
+    let v4 = dir.join("ipv4_fulltable_gaissmai.txt.gz");
+    let v6 = dir.join("ipv6_fulltable_gaissmai.txt");
+    match (loader::read_prefixes(&v4), loader::read_prefixes(&v6)) {
+        (Ok(mut a), Ok(b)) => {
+            let what = format!("full view: {} IPv4 + {} IPv6 prefixes", a.len(), b.len());
+            a.extend(b);
+            (a, what)
+        }
+        _ => {
+            let a: Vec<Prefix> = (0..900_000u32)
+                .map(|i| Prefix::V4(fwd::route::Prefix4::new((0x0100_0000 + i) << 8, 24).unwrap()))
+                .collect();
+            (
+                a,
+                format!(
+                    "SYNTHETIC 900k IPv4 /24s ({} not found; set FWD_ROUTING_DATA)",
+                    dir.display()
+                ),
+            )
+        }
+    }
+}
+
+fn stream(prefixes: &[Prefix], op: RouteOp) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prefixes.len() * 64);
+    for (i, p) in prefixes.iter().enumerate() {
+        let (dst, len, gw): (IpAddr, u8, IpAddr) = match p {
+            Prefix::V4(q) => (
+                IpAddr::from(q.addr().to_be_bytes()),
+                q.len(),
+                IpAddr::from([10, (i % 2) as u8, 0, 2 + (i % 4) as u8]),
+            ),
+            Prefix::V6(q) => (
+                IpAddr::from(q.addr().to_be_bytes()),
+                q.len(),
+                format!("fd00:{}::{}", i % 2, 2 + i % 4).parse().unwrap(),
+            ),
+        };
+        let add = op == RouteOp::Add;
+        let u = RouteUpdate {
+            op,
+            table: 254,
+            dst,
+            len,
+            proto: 186,
+            kind: if add {
+                RouteKind::Unicast
+            } else {
+                RouteKind::Unspec
+            },
+            metric: Some(20),
+            paths: if add {
+                vec![NlPath {
+                    gateway: Some(gw),
+                    ifindex: Some(10 + (i % 2) as u32),
+                    weight: 1,
+                    onlink: false,
+                }]
+            } else {
+                Vec::new()
+            },
+            nh_id: None,
+        };
+        codec::encode(&u, 0, &mut out).expect("encodable");
+    }
+    out
+}
+
+fn base() -> (Tables, acl::ClassifierWriter) {
+    let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
+    let ports = vec![
+        PortInfo::new("a", [2, 0, 0, 0, 0, 1], 0),
+        PortInfo::new("b", [2, 0, 0, 0, 0, 2], 0),
+    ];
+    let t = Tables::empty(ports, acl_w.current().clone());
+    let addr = |a: &str, dev: &str| {
+        Change::AddressAdd(wire::Address {
+            addr: a.parse().unwrap(),
+            dev: dev.into(),
+        })
+    };
+    let changes = [
+        addr("10.0.0.1/24", "a"),
+        addr("10.1.0.1/24", "b"),
+        addr("fd00:0::1/64", "a"),
+        addr("fd00:1::1/64", "b"),
+    ];
+    let t = fwd::control::apply_changes(&t, &mut acl_w, &changes, None)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tables;
+    (t, acl_w)
+}
+
+/// Feeds `bytes` in reads of `CHUNK`; returns (seconds, generations).
+fn ingest(
+    bytes: &[u8],
+    tr: &Translate,
+    c: &mut FpmControl,
+    w: &mut qsbr::Writer<Tables>,
+    acl_w: &acl::ClassifierWriter,
+) -> (f64, u64) {
+    let g0 = w.generation();
+    let t = Instant::now();
+    let mut ing = Ingest::new(tr);
+    for chunk in bytes.chunks(CHUNK) {
+        let r = ing.feed(chunk);
+        assert!(r.broken.is_none() && r.refused == 0, "{:?}", r.last_error);
+        c.event(FpmEvent::Batch(r.ops), w, acl_w, Instant::now());
+        w.reclaim();
+    }
+    (t.elapsed().as_secs_f64(), w.generation() - g0)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut data: Option<PathBuf> = std::env::var_os("FWD_ROUTING_DATA").map(PathBuf::from);
+    let mut rounds = 3;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--data" => data = args.next().map(PathBuf::from),
+            "--rounds" => rounds = args.next().and_then(|n| n.parse().ok()).unwrap_or(3),
+            _ => {
+                eprintln!("usage: bench_fpm [--data DIR] [--rounds N]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let dir = data
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/routing"));
+    let (pfx, what) = prefixes(&dir);
+    let n = pfx.len() as f64;
+    let adds = stream(&pfx, RouteOp::Add);
+    let dels = stream(&pfx, RouteOp::Del);
+    println!("# bench_fpm\n\n{what}; stream {:.1} MB of adds, {:.1} MB of deletes, read in {} KiB chunks.\n",
+        adds.len() as f64 / 1e6, dels.len() as f64 / 1e6, CHUNK / 1024);
+    println!("| round | decode only (M msg/s) | ingest adds (M routes/s) | generations | ingest deletes (M routes/s) |");
+    println!("|---|---|---|---|---|");
+    let tr = Translate::new(
+        [(254, 0)].into_iter().collect(),
+        [(10, 0u16), (11, 1)].into_iter().collect::<HashMap<_, _>>(),
+    );
+    for round in 1..=rounds {
+        let t = Instant::now();
+        let mut dec = codec::Decoder::new();
+        let mut msgs = 0u64;
+        for chunk in adds.chunks(CHUNK) {
+            dec.feed(chunk);
+            while let Ok(Some(_)) = dec.next() {
+                msgs += 1;
+            }
+        }
+        let dec_s = t.elapsed().as_secs_f64();
+        assert_eq!(msgs as f64, n);
+
+        let (t0, acl_w) = base();
+        let mut w = qsbr::domain(t0, QsbrConfig::default());
+        let settings = FpmSettings {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            stale: std::time::Duration::from_secs(60),
+            tables: [(254, 0)].into_iter().collect(),
+        };
+        let mut c = FpmControl::new(&settings, Arc::default());
+        c.event(FpmEvent::Connected, &mut w, &acl_w, Instant::now());
+        let (add_s, gens) = ingest(&adds, &tr, &mut c, &mut w, &acl_w);
+        let (v4, v6) = w.current().routing.route_count(0);
+        assert_eq!(c.rib().len() as f64, n, "every route held");
+        assert!(v4 + v6 >= pfx.len(), "every route installed");
+        let (del_s, _) = ingest(&dels, &tr, &mut c, &mut w, &acl_w);
+        assert_eq!(c.rib().len(), 0);
+        println!(
+            "| {round} | {:.2} | {:.2} ({:.2} s) | {gens} | {:.2} ({:.2} s) |",
+            n / dec_s / 1e6,
+            n / add_s / 1e6,
+            add_s,
+            n / del_s / 1e6,
+            del_s
+        );
+    }
+}

@@ -1,0 +1,472 @@
+//! The FPM server: FRR's zebra (`zebra -M dplane_fpm_nl`) connects over TCP
+//! and streams the routes it selected as netlink messages; they become
+//! table generations.
+//!
+//! Two halves:
+//! - a thread of its own ([`start`]) accepts zebra, reads, decodes
+//!   ([`crate::fpm::codec`]) and translates: zebra's table to ours
+//!   (`fpm.tables`), interface index to port (the host interfaces), and
+//!   netlink route types to targets. Whatever one read returned becomes
+//!   *one* request to the control lcore, so a burst of 10,000 routes is one
+//!   generation, never 10,000. The thread waits for that batch to be applied
+//!   before it reads again: the socket buffer absorbs zebra meanwhile, and
+//!   the next read is a larger batch (the batching adapts to the load).
+//! - [`FpmControl`], owned by the control lcore, keeps what zebra holds
+//!   ([`FpmRib`]) and applies batches through [`super::state::apply_fpm`].
+//!
+//! Precedence: zebra's routes give way to every other route at the same
+//! prefix (the operator's, from the config or `fwdctl`, and the connected
+//! and local routes of the appliance's addresses). Zebra's route waits
+//! beneath and comes back when the other goes. An operator can override
+//! a route zebra installed with `route add`/`route replace`, but cannot
+//! delete it (zebra owns it; withdraw it in FRR).
+//!
+//! Restarts (mark and sweep): FPM has no end-of-replay marker, and a
+//! restarted zebra first connects with an empty table and receives the
+//! daemons' routes over the following seconds. So when zebra (re)connects,
+//! every route it held becomes *stale* but stays installed; each route it
+//! sends again is fresh. `fpm.stale_ms` after the connection (default 60 s,
+//! like BGP graceful restart's restart time), the routes still stale are
+//! withdrawn in one generation. Traffic keeps flowing over the old routes
+//! in between; zebra going away without coming back changes nothing.
+
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ctl::wire::FpmStatus;
+
+use super::state::{self, FpmOp};
+use super::ControlHandle;
+use crate::acl;
+use crate::fpm::codec::{Decoder, FpmMsg, RouteKind, RouteOp, RouteUpdate};
+use crate::fpm::rib::{FpmPath, FpmRib, FpmTarget};
+use crate::qsbr::Writer;
+use crate::route::{Prefix, Prefix4, Prefix6, Vrf};
+use crate::tables::Tables;
+
+/// `fpm:` in the config, resolved.
+#[derive(Clone, Debug)]
+pub struct FpmSettings {
+    pub listen: SocketAddr,
+    /// How long after zebra (re)connects the routes it did not send again
+    /// are withdrawn.
+    pub stale: Duration,
+    /// zebra's table ids to ours.
+    pub tables: HashMap<u32, Vrf>,
+}
+
+/// The status `fpm show` reports, written by both halves.
+pub type SharedStatus = Arc<Mutex<FpmStatus>>;
+
+fn status(s: &SharedStatus) -> std::sync::MutexGuard<'_, FpmStatus> {
+    s.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the FPM thread asks of the control lcore.
+pub enum FpmEvent {
+    /// zebra connected: a new session (epoch) begins.
+    Connected,
+    /// One read's worth of route changes.
+    Batch(Vec<FpmOp>),
+}
+
+/// The control lcore's half.
+pub struct FpmControl {
+    rib: FpmRib,
+    stale: Duration,
+    sweep_at: Option<Instant>,
+    shared: SharedStatus,
+}
+
+impl FpmControl {
+    pub fn new(settings: &FpmSettings, shared: SharedStatus) -> FpmControl {
+        FpmControl {
+            rib: FpmRib::new(),
+            stale: settings.stale,
+            sweep_at: None,
+            shared,
+        }
+    }
+
+    /// zebra's routes, for batches of other origins (see the module doc).
+    pub fn rib(&self) -> &FpmRib {
+        &self.rib
+    }
+
+    /// Serves one event; publishes what changed.
+    pub fn event(
+        &mut self,
+        ev: FpmEvent,
+        writer: &mut Writer<Tables>,
+        acl_w: &acl::ClassifierWriter,
+        now: Instant,
+    ) {
+        match ev {
+            FpmEvent::Connected => {
+                let stale = self.rib.new_session();
+                self.sweep_at = (stale > 0).then(|| now + self.stale);
+                if stale > 0 {
+                    eprintln!(
+                        "fwd: fpm: zebra connected; {stale} routes of the previous session \
+                         stay until replayed or swept in {} ms",
+                        self.stale.as_millis()
+                    );
+                }
+            }
+            FpmEvent::Batch(ops) => self.apply(ops, writer, acl_w),
+        }
+        self.report(writer.current());
+    }
+
+    /// Sweeps the routes zebra did not send again, when due.
+    pub fn poll(&mut self, writer: &mut Writer<Tables>, acl_w: &acl::ClassifierWriter) {
+        if self.sweep_at.is_none_or(|t| Instant::now() < t) {
+            return;
+        }
+        self.sweep_at = None;
+        let ops: Vec<FpmOp> = self
+            .rib
+            .stale()
+            .map(|(vrf, prefix)| FpmOp::Del { vrf, prefix })
+            .collect();
+        let n = ops.len() as u64;
+        if n > 0 {
+            eprintln!("fwd: fpm: sweeping {n} routes zebra did not replay");
+            self.apply(ops, writer, acl_w);
+            status(&self.shared).swept += n;
+        }
+        self.report(writer.current());
+    }
+
+    fn apply(
+        &mut self,
+        ops: Vec<FpmOp>,
+        writer: &mut Writer<Tables>,
+        acl_w: &acl::ClassifierWriter,
+    ) {
+        let n = ops.len();
+        let (tables, done) = state::apply_fpm(writer.current(), acl_w, &mut self.rib, ops);
+        if let Some(t) = tables {
+            writer.publish(t, n * 64);
+        }
+        let mut s = status(&self.shared);
+        s.batches += 1;
+        s.routes_added += done.added;
+        s.routes_deleted += done.deleted;
+        s.refused += done.refused;
+        if done.last_error.is_some() {
+            s.last_error = done.last_error;
+        }
+    }
+
+    fn report(&self, t: &Tables) {
+        let installed = t.routing.fpm_route_count() as u64;
+        let stale = if self.sweep_at.is_some() {
+            self.rib.stale_count() as u64
+        } else {
+            0
+        };
+        let mut s = status(&self.shared);
+        s.routes = self.rib.len() as u64;
+        s.installed = installed;
+        s.stale = stale;
+        s.sweep_in_ms = self
+            .sweep_at
+            .map(|t| t.saturating_duration_since(Instant::now()).as_millis() as u64);
+    }
+}
+
+/// The running FPM thread.
+pub struct FpmServer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for FpmServer {
+    fn drop(&mut self) {
+        // Relaxed: a flag; the join below orders everything else.
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// How often the thread looks at its stop flag while idle.
+const TICK: Duration = Duration::from_millis(100);
+/// Bytes taken per read: one batch at most.
+const READ_CHUNK: usize = 1 << 20;
+
+/// Binds `settings.listen` and starts the FPM thread. `ifindex` maps the
+/// host interfaces' indexes to ports.
+///
+/// # Errors
+/// When the address cannot be bound or the thread not spawned.
+pub fn start(
+    settings: &FpmSettings,
+    control: ControlHandle,
+    ifindex: HashMap<u32, u16>,
+    shared: SharedStatus,
+) -> io::Result<FpmServer> {
+    let listener = TcpListener::bind(settings.listen)?;
+    listener.set_nonblocking(true)?;
+    status(&shared).listen = Some(listener.local_addr()?.to_string());
+    let stop = Arc::new(AtomicBool::new(false));
+    let tr = Translate {
+        tables: settings.tables.clone(),
+        ifindex,
+    };
+    let thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("fwd-fpm".into())
+            .spawn(move || serve(&listener, &control, &tr, &shared, &stop))?
+    };
+    Ok(FpmServer {
+        stop,
+        thread: Some(thread),
+    })
+}
+
+fn serve(
+    listener: &TcpListener,
+    control: &ControlHandle,
+    tr: &Translate,
+    shared: &SharedStatus,
+    stop: &AtomicBool,
+) {
+    // Relaxed: see `FpmServer::drop`.
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((conn, peer)) => {
+                {
+                    let mut s = status(shared);
+                    s.connects += 1;
+                    s.peer = Some(peer.to_string());
+                }
+                eprintln!("fwd: fpm: zebra connected from {peer}");
+                if control.fpm(FpmEvent::Connected).is_err() {
+                    return;
+                }
+                let why = session(conn, control, tr, shared, stop);
+                eprintln!("fwd: fpm: zebra {peer} gone: {why}");
+                status(shared).peer = None;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
+            Err(e) => {
+                eprintln!("fwd: fpm: accept: {e}");
+                std::thread::sleep(TICK);
+            }
+        }
+    }
+}
+
+/// Serves one connection until it ends; returns why.
+fn session(
+    mut conn: TcpStream,
+    control: &ControlHandle,
+    tr: &Translate,
+    shared: &SharedStatus,
+    stop: &AtomicBool,
+) -> String {
+    if let Err(e) = conn
+        .set_nonblocking(false)
+        .and_then(|()| conn.set_read_timeout(Some(TICK)))
+    {
+        return e.to_string();
+    }
+    let mut ingest = Ingest::new(tr);
+    let mut buf = vec![0u8; READ_CHUNK];
+    // Relaxed: see `FpmServer::drop`.
+    while !stop.load(Ordering::Relaxed) {
+        let n = match conn.read(&mut buf) {
+            Ok(0) => return "connection closed".into(),
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return e.to_string(),
+        };
+        let b = ingest.feed(&buf[..n]);
+        {
+            let mut s = status(shared);
+            s.messages += b.messages;
+            s.ignored += b.ignored;
+            s.refused += b.refused;
+            if let Some(e) = b.last_error.clone() {
+                s.last_error = Some(e);
+            }
+        }
+        if let Some(e) = b.broken {
+            return format!("undecodable stream: {e}");
+        }
+        if !b.ops.is_empty() && control.fpm(FpmEvent::Batch(b.ops)).is_err() {
+            return "the control lcore has stopped".into();
+        }
+    }
+    "stopping".into()
+}
+
+/// What one read of the stream gave.
+#[derive(Default)]
+pub struct Chunk {
+    /// The route changes, in order: one table generation.
+    pub ops: Vec<FpmOp>,
+    pub messages: u64,
+    pub ignored: u64,
+    pub refused: u64,
+    pub last_error: Option<String>,
+    /// The stream cannot be decoded further (the connection must close).
+    pub broken: Option<String>,
+}
+
+/// Bytes to route changes: the decoder and the translation, as the FPM
+/// thread runs them (public for the ingest benchmark).
+pub struct Ingest<'a> {
+    dec: Decoder,
+    tr: &'a Translate,
+}
+
+impl<'a> Ingest<'a> {
+    pub fn new(tr: &'a Translate) -> Ingest<'a> {
+        Ingest {
+            dec: Decoder::new(),
+            tr,
+        }
+    }
+
+    /// Takes the bytes of one read; returns every complete message's change.
+    pub fn feed(&mut self, bytes: &[u8]) -> Chunk {
+        self.dec.feed(bytes);
+        let mut r = Chunk::default();
+        loop {
+            match self.dec.next() {
+                Ok(None) => break,
+                Ok(Some(FpmMsg::Route(u))) => {
+                    r.messages += 1;
+                    match self.tr.op(&u) {
+                        Ok(op) => r.ops.push(op),
+                        Err(e) => {
+                            r.refused += 1;
+                            r.last_error = Some(e);
+                        }
+                    }
+                }
+                Ok(Some(_)) => {
+                    r.messages += 1;
+                    r.ignored += 1;
+                }
+                Err(e) if e.is_fatal() => {
+                    r.last_error = Some(format!("stream: {e}"));
+                    r.broken = Some(e.to_string());
+                    break;
+                }
+                Err(e) => {
+                    r.messages += 1;
+                    r.refused += 1;
+                    r.last_error = Some(e.to_string());
+                }
+            }
+        }
+        r
+    }
+}
+
+/// zebra's names to ours.
+pub struct Translate {
+    tables: HashMap<u32, Vrf>,
+    ifindex: HashMap<u32, u16>,
+}
+
+impl Translate {
+    /// `tables`: zebra's table ids to ours; `ifindex`: the host interfaces'
+    /// indexes to ports.
+    pub fn new(tables: HashMap<u32, Vrf>, ifindex: HashMap<u32, u16>) -> Translate {
+        Translate { tables, ifindex }
+    }
+
+    fn op(&self, u: &RouteUpdate) -> Result<FpmOp, String> {
+        let prefix = prefix(u.dst, u.len)?;
+        let Some(&vrf) = self.tables.get(&u.table) else {
+            return Err(format!(
+                "{}/{}: zebra table {} is not in fpm.tables",
+                u.dst, u.len, u.table
+            ));
+        };
+        if u.op == RouteOp::Del {
+            return Ok(FpmOp::Del { vrf, prefix });
+        }
+        let target = match u.kind {
+            RouteKind::Blackhole => FpmTarget::Blackhole,
+            RouteKind::Unreachable | RouteKind::Prohibit => FpmTarget::Reject,
+            RouteKind::Unicast if u.nh_id.is_some() && u.paths.is_empty() => {
+                return Err(format!(
+                    "{}/{}: next-hop group objects are not supported; \
+                     configure zebra with `no fpm use-next-hop-groups`",
+                    u.dst, u.len
+                ))
+            }
+            RouteKind::Unicast
+                if u.paths
+                    .iter()
+                    .any(|p| p.onlink && p.gateway == Some(IpAddr::from([169, 254, 0, 1]))) =>
+            {
+                return Err(format!(
+                    "{}/{}: IPv6 next hops for IPv4 routes (RFC 5549, BGP unnumbered) \
+                     are not supported",
+                    u.dst, u.len
+                ))
+            }
+            RouteKind::Unicast if !u.paths.is_empty() => {
+                let mut paths: Vec<FpmPath> = u
+                    .paths
+                    .iter()
+                    .map(|p| FpmPath {
+                        gateway: p.gateway,
+                        port: p.ifindex.and_then(|i| self.ifindex.get(&i).copied()),
+                        weight: p.weight.max(1),
+                    })
+                    .collect();
+                paths.sort();
+                FpmTarget::Paths(paths)
+            }
+            RouteKind::Unicast => {
+                return Err(format!("{}/{}: a route without paths", u.dst, u.len))
+            }
+            RouteKind::Unspec => {
+                return Err(format!("{}/{}: an add without a route type", u.dst, u.len))
+            }
+            RouteKind::Other(t) => {
+                return Err(format!(
+                    "{}/{}: route type {t} is not supported",
+                    u.dst, u.len
+                ))
+            }
+        };
+        Ok(FpmOp::Set {
+            vrf,
+            prefix,
+            target,
+            proto: u.proto,
+        })
+    }
+}
+
+fn prefix(dst: IpAddr, len: u8) -> Result<Prefix, String> {
+    match dst {
+        IpAddr::V4(a) => Prefix4::new(u32::from(a), len).map(Prefix::V4),
+        IpAddr::V6(a) => Prefix6::new(u128::from(a), len).map(Prefix::V6),
+    }
+    .map_err(|e| format!("{dst}/{len}: {e}"))
+}

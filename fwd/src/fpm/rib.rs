@@ -1,0 +1,270 @@
+//! The routes zebra holds in the appliance: what it last said about each
+//! prefix, whether or not the FIB carries it now.
+//!
+//! The FIB shows one route per prefix. When the operator (config, fwdctl)
+//! or the appliance itself (connected, local) has a route at a prefix that
+//! zebra also sends, theirs is installed and zebra's waits here; when
+//! theirs goes, zebra's is put back from here. This table is also what
+//! survives a zebra restart: each FPM session is an *epoch*, every route
+//! zebra sends is stamped with the current one, and once the replay window
+//! after a reconnect has passed, the routes still stamped with an older
+//! epoch are the ones zebra no longer has (mark and sweep).
+//!
+//! Pure: no sockets, no tables; the control lcore owns it and turns its
+//! answers into table changes. Targets are interned: a full BGP view has
+//! ~900k routes but a few hundred distinct next-hop sets, so each route
+//! costs a key and a pointer.
+
+use std::collections::hash_map::Entry;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::route::{Prefix, Vrf};
+
+/// One path of an FPM route.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FpmPath {
+    /// Absent for a directly connected (on-link) path.
+    pub gateway: Option<IpAddr>,
+    /// The port of the interface zebra named; absent when zebra named none
+    /// (or one that is not a port's): the port whose subnet covers the
+    /// gateway is used.
+    pub port: Option<u16>,
+    /// 1..=256 (`rtnh_hops` + 1).
+    pub weight: u32,
+}
+
+/// Where an FPM route sends packets.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FpmTarget {
+    /// One path, or several (ECMP), sorted.
+    Paths(Vec<FpmPath>),
+    /// `blackhole`: drop silently.
+    Blackhole,
+    /// `unreachable` / `prohibit`: drop and answer with ICMP.
+    Reject,
+}
+
+/// A route as zebra last sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FpmRoute {
+    pub target: Arc<FpmTarget>,
+    /// `rtm_protocol` (186 bgp, 188 ospf, ...).
+    pub proto: u8,
+    /// The session that last sent it.
+    pub epoch: u32,
+}
+
+/// zebra's routes, by table and prefix.
+#[derive(Debug, Default)]
+pub struct FpmRib {
+    // Fx: a million keys of our own making, hashed at every message; no
+    // attacker chooses them (zebra is trusted, and on loopback).
+    routes: FxHashMap<(Vrf, Prefix), FpmRoute>,
+    targets: FxHashSet<Arc<FpmTarget>>,
+    epoch: u32,
+}
+
+impl FpmRib {
+    pub fn new() -> FpmRib {
+        FpmRib::default()
+    }
+
+    /// Routes held.
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
+    /// The current session's epoch.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// zebra (re)connected: routes sent from now on belong to a new epoch;
+    /// every route held becomes stale until it is sent again. Returns the
+    /// number of stale routes.
+    pub fn new_session(&mut self) -> usize {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.routes.len()
+    }
+
+    /// Routes not sent since the current session began.
+    pub fn stale(&self) -> impl Iterator<Item = (Vrf, Prefix)> + '_ {
+        let e = self.epoch;
+        self.routes
+            .iter()
+            .filter(move |(_, r)| r.epoch != e)
+            .map(|(k, _)| *k)
+    }
+
+    /// How many routes are stale.
+    pub fn stale_count(&self) -> usize {
+        self.stale().count()
+    }
+
+    /// What zebra said about `prefix` in `vrf`.
+    pub fn get(&self, vrf: Vrf, prefix: Prefix) -> Option<&FpmRoute> {
+        self.routes.get(&(vrf, prefix))
+    }
+
+    /// Records zebra's route; returns its (interned) target when it differs
+    /// from what was held, `None` when it does not (a replayed, unchanged
+    /// route only has its epoch refreshed).
+    pub fn set(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        target: FpmTarget,
+        proto: u8,
+    ) -> Option<Arc<FpmTarget>> {
+        let epoch = self.epoch;
+        let target = match self.routes.entry((vrf, prefix)) {
+            Entry::Occupied(mut o) => {
+                let r = o.get_mut();
+                r.epoch = epoch;
+                if *r.target == target && r.proto == proto {
+                    return None;
+                }
+                r.proto = proto;
+                let new = intern(&mut self.targets, target);
+                (std::mem::replace(&mut r.target, Arc::clone(&new)), new)
+            }
+            Entry::Vacant(v) => {
+                let new = intern(&mut self.targets, target);
+                v.insert(FpmRoute {
+                    target: Arc::clone(&new),
+                    proto,
+                    epoch,
+                });
+                return Some(new);
+            }
+        };
+        let (old, new) = target;
+        self.release(&old);
+        Some(new)
+    }
+
+    /// Forgets zebra's route; returns it.
+    pub fn del(&mut self, vrf: Vrf, prefix: Prefix) -> Option<FpmRoute> {
+        let r = self.routes.remove(&(vrf, prefix))?;
+        self.release(&r.target);
+        Some(r)
+    }
+
+    /// Forgets a target no route uses any more.
+    fn release(&mut self, t: &Arc<FpmTarget>) {
+        if Arc::strong_count(t) == 2 {
+            // Only the interner and the caller's copy hold it.
+            self.targets.remove(t);
+        }
+    }
+
+    /// Every route, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = ((Vrf, Prefix), &FpmRoute)> + '_ {
+        self.routes.iter().map(|(k, r)| (*k, r))
+    }
+
+    /// Distinct targets held (for statistics and tests).
+    pub fn distinct_targets(&self) -> usize {
+        self.targets.len()
+    }
+}
+
+fn intern(targets: &mut FxHashSet<Arc<FpmTarget>>, t: FpmTarget) -> Arc<FpmTarget> {
+    if let Some(a) = targets.get(&t) {
+        return Arc::clone(a);
+    }
+    let a = Arc::new(t);
+    targets.insert(Arc::clone(&a));
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::Prefix4;
+
+    fn p(a: u32, l: u8) -> Prefix {
+        Prefix::V4(Prefix4::new(a, l).unwrap())
+    }
+
+    fn via(g: [u8; 4], port: u16) -> FpmTarget {
+        FpmTarget::Paths(vec![FpmPath {
+            gateway: Some(IpAddr::from(g)),
+            port: Some(port),
+            weight: 1,
+        }])
+    }
+
+    #[test]
+    fn set_reports_changes_and_interns_targets() {
+        let mut r = FpmRib::new();
+        assert!(r
+            .set(0, p(0x0a00_0000, 8), via([192, 0, 2, 1], 0), 186)
+            .is_some());
+        assert!(r
+            .set(0, p(0x0a00_0000, 8), via([192, 0, 2, 1], 0), 186)
+            .is_none());
+        assert!(r
+            .set(0, p(0x0a00_0000, 8), via([192, 0, 2, 1], 0), 188)
+            .is_some());
+        assert!(r
+            .set(0, p(0x0b00_0000, 8), via([192, 0, 2, 1], 0), 186)
+            .is_some());
+        assert!(r
+            .set(1, p(0x0b00_0000, 8), FpmTarget::Blackhole, 196)
+            .is_some());
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.distinct_targets(), 2);
+        assert_eq!(r.del(1, p(0x0b00_0000, 8)).unwrap().proto, 196);
+        assert_eq!(
+            r.distinct_targets(),
+            1,
+            "the last user of a target frees it"
+        );
+        r.del(0, p(0x0a00_0000, 8));
+        assert_eq!(r.distinct_targets(), 1);
+        r.del(0, p(0x0b00_0000, 8));
+        assert_eq!(r.distinct_targets(), 0);
+        assert!(r.is_empty());
+        assert!(r.del(0, p(0x0b00_0000, 8)).is_none());
+    }
+
+    #[test]
+    fn a_new_session_makes_everything_stale_until_replayed() {
+        let mut r = FpmRib::new();
+        for i in 0..10u32 {
+            r.set(
+                0,
+                p(0x0a00_0000 | (i << 8), 24),
+                via([192, 0, 2, 1], 0),
+                186,
+            );
+        }
+        assert_eq!(r.stale_count(), 0);
+        assert_eq!(r.new_session(), 10);
+        assert_eq!(r.stale_count(), 10);
+        // Replayed unchanged, replayed changed, and one new route.
+        assert!(r
+            .set(0, p(0x0a00_0000, 24), via([192, 0, 2, 1], 0), 186)
+            .is_none());
+        assert!(r
+            .set(0, p(0x0a00_0100, 24), via([192, 0, 2, 2], 0), 186)
+            .is_some());
+        assert!(r
+            .set(0, p(0x0c00_0000, 8), FpmTarget::Reject, 186)
+            .is_some());
+        let mut stale: Vec<_> = r.stale().collect();
+        stale.sort_by_key(|(_, p)| format!("{p:?}"));
+        assert_eq!(stale.len(), 8);
+        assert!(!stale.contains(&(0, p(0x0a00_0000, 24))));
+        assert!(!stale.contains(&(0, p(0x0a00_0100, 24))));
+        assert!(!stale.contains(&(0, p(0x0c00_0000, 8))));
+    }
+}
