@@ -102,6 +102,32 @@ pub struct FpmConfig {
     /// zebra's kernel table ids to the appliance's tables; the main table
     /// (254) is table 0 unless mapped otherwise.
     pub tables: std::collections::BTreeMap<u32, u32>,
+    /// Users (names or uids) whose sockets may connect: FPM has no
+    /// authentication of its own. Empty: anyone who can reach `listen`.
+    pub allowed_users: Vec<String>,
+}
+
+impl FpmConfig {
+    /// The uids of `allowed_users` (names that do not exist on this
+    /// machine are skipped); `None` when anyone may connect.
+    pub fn allowed_uids(&self) -> Option<Vec<u32>> {
+        if self.allowed_users.is_empty() {
+            return None;
+        }
+        Some(
+            self.allowed_users
+                .iter()
+                .filter_map(|u| {
+                    u.parse().ok().or_else(|| {
+                        nix::unistd::User::from_name(u)
+                            .ok()
+                            .flatten()
+                            .map(|u| u.uid.as_raw())
+                    })
+                })
+                .collect(),
+        )
+    }
 }
 
 impl Default for FpmConfig {
@@ -110,6 +136,7 @@ impl Default for FpmConfig {
             listen: "127.0.0.1:2620".into(),
             stale_ms: 60_000,
             tables: [(254, 0)].into_iter().collect(),
+            allowed_users: vec!["root".into(), "frr".into()],
         }
     }
 }

@@ -232,6 +232,7 @@ fn run() -> Result<()> {
         listen: f.listen.parse().expect("validated"),
         stale: Duration::from_millis(f.stale_ms),
         tables: f.tables.iter().map(|(&k, &v)| (k, v)).collect(),
+        allowed_uids: f.allowed_uids(),
     });
     let fpm_status: fwd::control::fpm::SharedStatus = Arc::default();
 

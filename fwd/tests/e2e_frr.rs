@@ -259,6 +259,35 @@ fn frr_peers_through_the_appliance_and_feeds_its_fib() {
     assert_eq!(established_count(&l.app), est, "the session never dropped");
     assert_eq!(routes_of(&l.sock, "bgp").len(), N);
 
+    // FPM has no authentication: a connection by another user than root
+    // or frr is refused before a byte is read.
+    let nobody = l.app_ns.exec(&[
+        "runuser",
+        "-u",
+        "nobody",
+        "--",
+        "python3",
+        "-c",
+        &format!(
+            "import socket,time; s=socket.create_connection(('127.0.0.1',{FPM_PORT})); \
+             time.sleep(0.5); print('connected')"
+        ),
+    ]);
+    assert!(nobody.is_ok(), "{nobody:?}");
+    wait_for(
+        "the refusal of nobody's FPM connection",
+        DEADLINE,
+        || {
+            let f = fpm(&l.sock);
+            f["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("refused"))
+                .then_some(f)
+        },
+        || fpm(&l.sock).to_string(),
+    );
+    assert_eq!(fpm(&l.sock)["connects"], 1, "not counted as zebra");
+
     // Withdrawals reach fwd.
     withdraw_all(&l.peer, PEER_AS, "ipv4", "10.77.1.1");
     wait_bgp_routes(&l, 0);
@@ -266,7 +295,7 @@ fn frr_peers_through_the_appliance_and_feeds_its_fib() {
     assert_eq!(pings(&l.host, 1, "10.129.5.1"), 0, "no route any more");
     announce_all(&l.peer, PEER_AS, "ipv4", "10.77.1.1");
     wait_bgp_routes(&l, N);
-    let _ = (&l.peer_ns, &l.app_ns);
+    let _ = &l.peer_ns;
 }
 
 /// Sends `count` TCP SYNs to `dst`:`port` from random source ports, as

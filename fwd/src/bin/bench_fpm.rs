@@ -192,6 +192,7 @@ fn main() {
             listen: "127.0.0.1:0".parse().unwrap(),
             stale: std::time::Duration::from_secs(60),
             tables: [(254, 0)].into_iter().collect(),
+            allowed_uids: None,
         };
         let mut c = FpmControl::new(&settings, Arc::default());
         c.event(FpmEvent::Connected, &mut w, &acl_w, Instant::now());

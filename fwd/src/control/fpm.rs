@@ -21,6 +21,14 @@
 //! a route zebra installed with `route add`/`route replace`, but cannot
 //! delete it (zebra owns it; withdraw it in FRR).
 //!
+//! Who may connect: FPM has no authentication, and anyone who can open a
+//! TCP connection to the listener could install routes. The server looks
+//! up the connecting socket's owner in the kernel's socket table
+//! (`/proc/self/net/tcp[6]`, the daemon's own network namespace) and
+//! accepts only `fpm.allowed_users` (default: root and `frr`, the user
+//! Debian's FRR runs as); others are refused and logged. The listener
+//! should stay on loopback.
+//!
 //! Restarts (mark and sweep): FPM has no end-of-replay marker, and a
 //! restarted zebra first connects with an empty table and receives the
 //! daemons' routes over the following seconds. So when zebra (re)connects,
@@ -58,6 +66,8 @@ pub struct FpmSettings {
     pub stale: Duration,
     /// zebra's table ids to ours.
     pub tables: HashMap<u32, Vrf>,
+    /// Users whose sockets may connect; `None`: anyone.
+    pub allowed_uids: Option<Vec<u32>>,
 }
 
 /// The status `fpm show` reports, written by both halves.
@@ -164,7 +174,9 @@ impl FpmControl {
         }
     }
 
-    fn report(&self, t: &Tables) {
+    /// Brings `fpm show` up to date with `t` (after any change: an
+    /// operator's route can move one of zebra's in or out of the FIB).
+    pub fn report(&self, t: &Tables) {
         let installed = t.routing.fpm_route_count() as u64;
         let stale = if self.sweep_at.is_some() {
             self.rib.stale_count() as u64
@@ -221,11 +233,12 @@ pub fn start(
         tables: settings.tables.clone(),
         ifindex,
     };
+    let allowed = settings.allowed_uids.clone();
     let thread = {
         let stop = Arc::clone(&stop);
         std::thread::Builder::new()
             .name("fwd-fpm".into())
-            .spawn(move || serve(&listener, &control, &tr, &shared, &stop))?
+            .spawn(move || serve(&listener, allowed.as_deref(), &control, &tr, &shared, &stop))?
     };
     Ok(FpmServer {
         stop,
@@ -235,57 +248,92 @@ pub fn start(
 
 fn serve(
     listener: &TcpListener,
+    allowed: Option<&[u32]>,
     control: &ControlHandle,
     tr: &Translate,
     shared: &SharedStatus,
     stop: &AtomicBool,
 ) {
+    let mut next = None;
     // Relaxed: see `FpmServer::drop`.
     while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((conn, peer)) => {
-                {
-                    let mut s = status(shared);
-                    s.connects += 1;
-                    s.peer = Some(peer.to_string());
-                }
-                eprintln!("fwd: fpm: zebra connected from {peer}");
-                if control.fpm(FpmEvent::Connected).is_err() {
-                    return;
-                }
-                let why = session(conn, control, tr, shared, stop);
-                eprintln!("fwd: fpm: zebra {peer} gone: {why}");
-                status(shared).peer = None;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
-            Err(e) => {
-                eprintln!("fwd: fpm: accept: {e}");
-                std::thread::sleep(TICK);
-            }
+        let Some((conn, peer)) = next.take().or_else(|| accept(listener, allowed, shared)) else {
+            std::thread::sleep(TICK);
+            continue;
+        };
+        {
+            let mut s = status(shared);
+            s.connects += 1;
+            s.peer = Some(peer.to_string());
         }
+        eprintln!("fwd: fpm: zebra connected from {peer}");
+        if control.fpm(FpmEvent::Connected).is_err() {
+            return;
+        }
+        let (why, newer) = session(conn, listener, allowed, control, tr, shared, stop);
+        eprintln!("fwd: fpm: zebra {peer} gone: {why}");
+        status(shared).peer = None;
+        next = newer;
     }
 }
 
-/// Serves one connection until it ends; returns why.
+/// A pending connection from an allowed user, if any (never blocks).
+/// Others are closed at once, logged and reported in `last_error`.
+fn accept(
+    listener: &TcpListener,
+    allowed: Option<&[u32]>,
+    shared: &SharedStatus,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        let (conn, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+            Err(e) => {
+                eprintln!("fwd: fpm: accept: {e}");
+                return None;
+            }
+        };
+        let Some(uids) = allowed else {
+            return Some((conn, peer));
+        };
+        let uid = conn.local_addr().ok().and_then(|l| peer_uid(l, peer));
+        if uid.is_some_and(|u| uids.contains(&u)) {
+            return Some((conn, peer));
+        }
+        let who = uid.map_or_else(|| "an unknown user".into(), |u| format!("uid {u}"));
+        eprintln!("fwd: fpm: refused {peer}, owned by {who} (fpm.allowed_users)");
+        status(shared).last_error = Some(format!("refused a connection from {peer} ({who})"));
+    }
+}
+
+/// Serves one connection until it ends; returns why, and the connection
+/// that replaced it, if one did: a zebra that restarted before its old
+/// connection was seen closing connects anew, and the newest one wins.
+#[allow(clippy::too_many_arguments)]
 fn session(
     mut conn: TcpStream,
+    listener: &TcpListener,
+    allowed: Option<&[u32]>,
     control: &ControlHandle,
     tr: &Translate,
     shared: &SharedStatus,
     stop: &AtomicBool,
-) -> String {
+) -> (String, Option<(TcpStream, SocketAddr)>) {
     if let Err(e) = conn
         .set_nonblocking(false)
         .and_then(|()| conn.set_read_timeout(Some(TICK)))
     {
-        return e.to_string();
+        return (e.to_string(), None);
     }
     let mut ingest = Ingest::new(tr);
     let mut buf = vec![0u8; READ_CHUNK];
     // Relaxed: see `FpmServer::drop`.
     while !stop.load(Ordering::Relaxed) {
+        if let Some(newer) = accept(listener, allowed, shared) {
+            return ("replaced by a new connection".into(), Some(newer));
+        }
         let n = match conn.read(&mut buf) {
-            Ok(0) => return "connection closed".into(),
+            Ok(0) => return ("connection closed".into(), None),
             Ok(n) => n,
             Err(e)
                 if matches!(
@@ -296,7 +344,7 @@ fn session(
                 continue
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return e.to_string(),
+            Err(e) => return (e.to_string(), None),
         };
         let b = ingest.feed(&buf[..n]);
         {
@@ -309,13 +357,13 @@ fn session(
             }
         }
         if let Some(e) = b.broken {
-            return format!("undecodable stream: {e}");
+            return (format!("undecodable stream: {e}"), None);
         }
         if !b.ops.is_empty() && control.fpm(FpmEvent::Batch(b.ops)).is_err() {
-            return "the control lcore has stopped".into();
+            return ("the control lcore has stopped".into(), None);
         }
     }
-    "stopping".into()
+    ("stopping".into(), None)
 }
 
 /// What one read of the stream gave.
@@ -356,7 +404,8 @@ impl<'a> Ingest<'a> {
                 Ok(Some(FpmMsg::Route(u))) => {
                     r.messages += 1;
                     match self.tr.op(&u) {
-                        Ok(op) => r.ops.push(op),
+                        Ok(Some(op)) => r.ops.push(op),
+                        Ok(None) => r.ignored += 1,
                         Err(e) => {
                             r.refused += 1;
                             r.last_error = Some(e);
@@ -396,8 +445,16 @@ impl Translate {
         Translate { tables, ifindex }
     }
 
-    fn op(&self, u: &RouteUpdate) -> Result<FpmOp, String> {
+    /// `None` for what the FIB never uses: IPv6 link-local prefixes
+    /// (zebra sends each interface's fe80::/64; link-local destinations
+    /// are not forwarded).
+    fn op(&self, u: &RouteUpdate) -> Result<Option<FpmOp>, String> {
         let prefix = prefix(u.dst, u.len)?;
+        if let IpAddr::V6(a) = u.dst {
+            if u.len >= 10 && a.segments()[0] & 0xffc0 == 0xfe80 {
+                return Ok(None);
+            }
+        }
         let Some(&vrf) = self.tables.get(&u.table) else {
             return Err(format!(
                 "{}/{}: zebra table {} is not in fpm.tables",
@@ -405,7 +462,7 @@ impl Translate {
             ));
         };
         if u.op == RouteOp::Del {
-            return Ok(FpmOp::Del { vrf, prefix });
+            return Ok(Some(FpmOp::Del { vrf, prefix }));
         }
         let target = match u.kind {
             RouteKind::Blackhole => FpmTarget::Blackhole,
@@ -454,13 +511,52 @@ impl Translate {
                 ))
             }
         };
-        Ok(FpmOp::Set {
+        Ok(Some(FpmOp::Set {
             vrf,
             prefix,
             target,
             proto: u.proto,
-        })
+        }))
     }
+}
+
+/// The owner of the TCP socket at `peer` connected to our `local`, from
+/// the kernel's socket table of this namespace.
+pub fn peer_uid(local: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    let file = if peer.is_ipv4() {
+        "/proc/self/net/tcp"
+    } else {
+        "/proc/self/net/tcp6"
+    };
+    let table = std::fs::read_to_string(file).ok()?;
+    // Seen from the peer's socket: its local address is `peer`, its
+    // remote address is ours.
+    let (want_local, want_remote) = (proc_addr(peer), proc_addr(local));
+    table.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&want_local.as_str()) && f.get(2) == Some(&want_remote.as_str()))
+            .then(|| f.get(7)?.parse().ok())
+            .flatten()
+    })
+}
+
+/// An address as `/proc/net/tcp[6]` prints it: each 32-bit word of the
+/// address in host byte order, in hex, then `:PORT`.
+fn proc_addr(a: SocketAddr) -> String {
+    let words: Vec<[u8; 4]> = match a.ip() {
+        IpAddr::V4(v) => vec![v.octets()],
+        IpAddr::V6(v) => v
+            .octets()
+            .chunks(4)
+            .map(|c| [c[0], c[1], c[2], c[3]])
+            .collect(),
+    };
+    let mut s: String = words
+        .iter()
+        .map(|w| format!("{:08X}", u32::from_ne_bytes(*w)))
+        .collect();
+    s += &format!(":{:04X}", a.port());
+    s
 }
 
 fn prefix(dst: IpAddr, len: u8) -> Result<Prefix, String> {
@@ -469,4 +565,42 @@ fn prefix(dst: IpAddr, len: u8) -> Result<Prefix, String> {
         IpAddr::V6(a) => Prefix6::new(u128::from(a), len).map(Prefix::V6),
     }
     .map_err(|e| format!("{dst}/{len}: {e}"))
+}
+
+#[cfg(test)]
+mod peer_tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_of_a_loopback_connection_is_found() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, peer) = l.accept().unwrap();
+        assert_eq!(peer, c.local_addr().unwrap());
+        let me = nix::unistd::geteuid().as_raw();
+        assert_eq!(peer_uid(s.local_addr().unwrap(), peer), Some(me));
+        // Not a connection of ours: nothing.
+        let other: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        assert_eq!(peer_uid(s.local_addr().unwrap(), other), None);
+        let l6 = match TcpListener::bind("[::1]:0") {
+            Ok(l) => l,
+            Err(_) => return, // no IPv6 loopback here
+        };
+        let c6 = TcpStream::connect(l6.local_addr().unwrap()).unwrap();
+        let (s6, p6) = l6.accept().unwrap();
+        assert_eq!(p6, c6.local_addr().unwrap());
+        assert_eq!(peer_uid(s6.local_addr().unwrap(), p6), Some(me));
+    }
+
+    #[test]
+    fn proc_addresses_are_written_as_the_kernel_does() {
+        assert_eq!(
+            proc_addr("127.0.0.1:2620".parse().unwrap()),
+            "0100007F:0A3C"
+        );
+        assert_eq!(
+            proc_addr("[::1]:179".parse().unwrap()),
+            "00000000000000000000000001000000:00B3"
+        );
+    }
 }

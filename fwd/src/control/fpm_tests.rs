@@ -102,7 +102,7 @@ impl Fixture {
         }
     }
 
-    fn fpm(&mut self, ops: Vec<FpmOp>) -> state::FpmApplied {
+    fn fpm(&mut self, ops: Vec<FpmOp>) -> state::fpm::FpmApplied {
         let (t, done) = state::apply_fpm(&self.t, &self.acl, &mut self.rib, ops);
         if let Some(t) = t {
             self.t = t;
@@ -382,6 +382,7 @@ fn a_reconnect_keeps_routes_until_the_sweep_then_removes_what_was_not_replayed()
         // Swept at the first poll after the reconnect: no waiting.
         stale: Duration::ZERO,
         tables: [(254, 0)].into_iter().collect(),
+        allowed_uids: None,
     };
     let mut c = FpmControl::new(&settings, Arc::clone(&shared));
     let mut w = writer(&f);

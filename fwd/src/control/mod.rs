@@ -399,6 +399,9 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
                     });
                 if result.is_ok() {
                     log_admin(&st.events, &before, st.writer.current());
+                    if let Some(f) = &st.fpm {
+                        f.report(st.writer.current());
+                    }
                 }
                 drop(before);
                 let _ = reply.send(result);

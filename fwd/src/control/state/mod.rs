@@ -32,7 +32,7 @@ use ctl::wire::{self, Change, ErrorBody, ErrorKind, IpNet, RouteTarget};
 use crate::acl;
 use crate::fpm::rib::{FpmRib, FpmTarget};
 use crate::route::{
-    self, GroupId, NextHop, NhId, Origin, Prefix, Prefix4, Prefix6, RouteError, Target, Txn, Vrf,
+    self, GroupId, NextHop, NhId, Origin, Prefix, Prefix4, Prefix6, RouteError, Target, Txn,
 };
 use crate::tables::{PortInfo, Tables};
 
@@ -146,7 +146,7 @@ struct Edit<'a> {
     beneath: Option<&'a FpmRib>,
     /// zebra's targets resolved in this batch, by (interned target,
     /// IPv4 prefix).
-    fpm_memo: rustc_hash::FxHashMap<(usize, bool), Target>,
+    fpm_memo: rustc_hash::FxHashMap<(usize, bool), (Arc<FpmTarget>, Target)>,
     /// Next hops created by this batch (for id allocation).
     next_nh: NhId,
 }
@@ -399,82 +399,6 @@ impl<'a> Edit<'a> {
             Some(Target::NextHop(id)) => self.gc.push(id),
             Some(Target::Group(id)) => self.gc_groups.push(id),
             _ => {}
-        }
-    }
-
-    /// Installs zebra's route (from [`FpmRib`]) at `prefix`, replacing an
-    /// FPM route there; the caller has checked that no other route is.
-    fn install_fpm(
-        &mut self,
-        vrf: Vrf,
-        prefix: Prefix,
-        target: &Arc<FpmTarget>,
-        proto: u8,
-    ) -> Result<(), ErrorBody> {
-        // zebra's targets are interned: within a batch the same one always
-        // resolves to the same next hop or group (nothing is collected
-        // before the batch ends), so a full table resolves a few hundred
-        // targets, not a million.
-        let key = (
-            Arc::as_ptr(target) as usize,
-            matches!(prefix, Prefix::V4(_)),
-        );
-        let t = match self.fpm_memo.get(&key) {
-            Some(&t) => t,
-            None => {
-                let t = self.resolve_fpm(target, prefix)?;
-                self.fpm_memo.insert(key, t);
-                t
-            }
-        };
-        let old = self
-            .routing
-            .set(vrf, prefix, t, Origin::fpm(proto))
-            .map_err(|e| route_error(&e))?;
-        self.retire(old.map(|e| e.target));
-        Ok(())
-    }
-
-    /// The target of zebra's `target` for `prefix`, creating unnamed next
-    /// hops and groups as needed.
-    fn resolve_fpm(&mut self, target: &FpmTarget, prefix: Prefix) -> Result<Target, ErrorBody> {
-        Ok(match target {
-            FpmTarget::Blackhole => Target::Blackhole,
-            FpmTarget::Reject => Target::Reject,
-            FpmTarget::Paths(ps) => {
-                let mut paths = Vec::with_capacity(ps.len());
-                for p in ps {
-                    let port = match (p.port, p.gateway) {
-                        (Some(port), _) if usize::from(port) < self.ports().len() => port,
-                        (_, Some(gw)) => self.port_for_gateway(gw)?,
-                        _ => {
-                            return Err(err(
-                                ErrorKind::Invalid,
-                                "an on-link path through an interface that is not a port",
-                            ))
-                        }
-                    };
-                    paths.push((p.gateway, port, p.weight));
-                }
-                self.paths_target(&paths, prefix)?
-            }
-        })
-    }
-
-    /// Puts back the FPM routes waiting beneath the prefixes this batch
-    /// deleted. One that cannot be installed any more (its gateway left
-    /// every subnet) stays beneath until zebra sends it again.
-    fn restore_beneath(&mut self) {
-        let Some(fpm) = self.beneath else {
-            return;
-        };
-        for (vrf, prefix) in self.routing.take_removed() {
-            if self.routing.current().get(vrf, prefix).is_some() {
-                continue;
-            }
-            if let Some(r) = fpm.get(vrf, prefix) {
-                let _ = self.install_fpm(vrf, prefix, &Arc::clone(&r.target), r.proto);
-            }
         }
     }
 
@@ -937,108 +861,6 @@ pub fn apply_learned(
     })
 }
 
-/// What zebra asked for, as one change to `routes` in table `vrf`.
-pub enum FpmOp {
-    /// Add or replace zebra's route at `prefix`.
-    Set {
-        vrf: Vrf,
-        prefix: Prefix,
-        target: FpmTarget,
-        proto: u8,
-    },
-    /// Withdraw it.
-    Del { vrf: Vrf, prefix: Prefix },
-}
-
-/// What a batch from zebra did.
-#[derive(Debug, Default)]
-pub struct FpmApplied {
-    pub added: u64,
-    pub deleted: u64,
-    /// Routes that could not be installed (and were not kept).
-    pub refused: u64,
-    pub last_error: Option<String>,
-}
-
-/// Applies zebra's changes as one batch, keeping `rib` (what zebra holds)
-/// in step: a route lands in the FIB unless another origin holds the
-/// prefix, and leaves it only if it is the one installed. A route that
-/// cannot be installed is refused alone; the rest of the batch applies.
-/// `None` when the tables did not change (a replay of known routes).
-pub fn apply_fpm(
-    base: &Tables,
-    acl_w: &acl::ClassifierWriter,
-    rib: &mut FpmRib,
-    ops: Vec<FpmOp>,
-) -> (Option<Tables>, FpmApplied) {
-    let mut e = Edit::new(base, acl_w, None);
-    let mut done = FpmApplied::default();
-    let mut changed = false;
-    for op in ops {
-        match op {
-            FpmOp::Set {
-                vrf,
-                prefix,
-                target,
-                proto,
-            } => {
-                done.added += 1;
-                let installed = e.routing.current().entry(vrf, prefix);
-                let Some(t) = rib.set(vrf, prefix, target, proto) else {
-                    if installed.is_some() {
-                        continue;
-                    }
-                    // Held but not installed (refused before): try again.
-                    let r = rib.get(vrf, prefix).expect("held");
-                    let t = Arc::clone(&r.target);
-                    if e.install_fpm(vrf, prefix, &t, proto).is_ok() {
-                        changed = true;
-                    }
-                    continue;
-                };
-                if installed.is_some_and(|i| !i.origin.fpm) {
-                    continue;
-                }
-                match e.install_fpm(vrf, prefix, &t, proto) {
-                    Ok(()) => changed = true,
-                    Err(er) => {
-                        rib.del(vrf, prefix);
-                        done.refused += 1;
-                        done.last_error = Some(format!("{}: {}", net_of(prefix), er.message));
-                    }
-                }
-            }
-            FpmOp::Del { vrf, prefix } => {
-                done.deleted += 1;
-                rib.del(vrf, prefix);
-                if e.routing
-                    .current()
-                    .entry(vrf, prefix)
-                    .is_some_and(|i| i.origin.fpm)
-                {
-                    if let Ok(old) = e.routing.del(vrf, prefix) {
-                        e.retire(Some(old));
-                        changed = true;
-                    }
-                }
-            }
-        }
-    }
-    if !changed {
-        return (None, done);
-    }
-    if let Err(er) = e.collect_garbage() {
-        done.last_error = Some(er.message);
-    }
-    let tables = Tables {
-        routing: e.routing.commit(),
-        acl: Arc::clone(&base.acl),
-        ports: Arc::clone(&base.ports),
-        mgmt: Arc::new(e.mgmt),
-    };
-    (Some(tables), done)
-}
-
 fn check_family(via: Option<IpAddr>, prefix: Prefix) -> Result<(), ErrorBody> {
     match via {
         Some(v) if v.is_ipv4() != matches!(prefix, Prefix::V4(_)) => Err(err(
@@ -1052,46 +874,8 @@ fn check_family(via: Option<IpAddr>, prefix: Prefix) -> Result<(), ErrorBody> {
     }
 }
 
-/// The wire view of a routing target, for dumps.
-pub fn target_to_wire(t: &Tables, target: Target) -> RouteTarget {
-    match target {
-        Target::NextHop(id) => match t.mgmt.auto_by_id.get(&id) {
-            Some((via, port)) => RouteTarget::Gateway {
-                via: *via,
-                dev: t.ports.get(usize::from(*port)).map(|p| p.name.clone()),
-            },
-            None => RouteTarget::Nhid(id),
-        },
-        Target::Group(id) => match t.mgmt.auto_group_by_id.get(&id) {
-            Some(members) => RouteTarget::Multipath(
-                members
-                    .iter()
-                    .map(|&(nh, weight)| {
-                        let (via, port) = t.mgmt.auto_by_id.get(&nh).copied().unwrap_or_default();
-                        wire::NextHopSpec {
-                            via,
-                            dev: t.ports.get(usize::from(port)).map(|p| p.name.clone()),
-                            weight,
-                        }
-                    })
-                    .collect(),
-            ),
-            None => RouteTarget::Group(id),
-        },
-        Target::Blackhole => RouteTarget::Blackhole,
-        Target::Reject => RouteTarget::Reject,
-        Target::Local => RouteTarget::Local,
-    }
-}
+pub mod fpm;
+mod view;
 
-/// One wire route.
-pub fn route_to_wire(t: &Tables, table: u32, p: Prefix, e: route::Entry) -> wire::Route {
-    let target = e.target;
-    wire::Route {
-        proto: Some(route::proto_name(e.origin.proto).into()),
-        linkdown: t.routing.linkdown(target),
-        prefix: net_of(p),
-        table,
-        target: target_to_wire(t, target),
-    }
-}
+pub use fpm::{apply_fpm, FpmOp};
+pub use view::{route_to_wire, target_to_wire};
