@@ -8,9 +8,11 @@
 //!   (`fpm.tables`), interface index to port (the host interfaces), and
 //!   netlink route types to targets. Whatever one read returned becomes
 //!   *one* request to the control lcore, so a burst of 10,000 routes is one
-//!   generation, never 10,000. The thread waits for that batch to be applied
-//!   before it reads again: the socket buffer absorbs zebra meanwhile, and
-//!   the next read is a larger batch (the batching adapts to the load).
+//!   generation, never 10,000. At most one batch is in flight: the thread
+//!   reads and decodes the next while the control lcore applies one, then
+//!   waits for it before handing over the next. The socket buffer absorbs
+//!   zebra meanwhile, and the next read is a larger batch (the batching
+//!   adapts to the load).
 //! - [`FpmControl`], owned by the control lcore, keeps what zebra holds
 //!   ([`FpmRib`]) and applies batches through [`super::state::apply_fpm`].
 //!
@@ -326,6 +328,7 @@ fn session(
         return (e.to_string(), None);
     }
     let mut ingest = Ingest::new(tr);
+    let mut pending: Option<std::sync::mpsc::Receiver<()>> = None;
     let mut buf = vec![0u8; READ_CHUNK];
     // Relaxed: see `FpmServer::drop`.
     while !stop.load(Ordering::Relaxed) {
@@ -359,8 +362,15 @@ fn session(
         if let Some(e) = b.broken {
             return (format!("undecodable stream: {e}"), None);
         }
-        if !b.ops.is_empty() && control.fpm(FpmEvent::Batch(b.ops)).is_err() {
-            return ("the control lcore has stopped".into(), None);
+        if !b.ops.is_empty() {
+            // One batch in flight: this thread reads and decodes the next
+            // while the control lcore applies this one, and waits for it
+            // before handing over another (order kept, backpressure kept).
+            let waited = pending.take().is_none_or(|p| p.recv().is_ok());
+            match control.fpm_start(FpmEvent::Batch(b.ops)) {
+                Ok(p) if waited => pending = Some(p),
+                _ => return ("the control lcore has stopped".into(), None),
+            }
         }
     }
     ("stopping".into(), None)

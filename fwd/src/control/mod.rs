@@ -125,9 +125,17 @@ impl ControlHandle {
     /// # Errors
     /// When the control lcore has stopped.
     pub fn fpm(&self, ev: fpm::FpmEvent) -> Result<(), ErrorBody> {
+        self.fpm_start(ev)?.recv().map_err(|_| stopped())
+    }
+
+    /// Hands an FPM event over; the receiver answers once it is applied.
+    ///
+    /// # Errors
+    /// When the control lcore has stopped.
+    pub fn fpm_start(&self, ev: fpm::FpmEvent) -> Result<Receiver<()>, ErrorBody> {
         let (tx, rx) = mpsc::channel();
         self.tx.send(Request::Fpm(ev, tx)).map_err(|_| stopped())?;
-        rx.recv().map_err(|_| stopped())
+        Ok(rx)
     }
 
     /// Forgets learned neighbours, of port `port` or all.
