@@ -26,30 +26,43 @@ import sys
 import time
 
 
-def summarize(data):
-    """Counts of FPM frames and netlink message types (an independent parse)."""
-    frames = msgs = 0
-    types = {}
+def frames(data):
+    """The FPM frames of a recorded stream, each as a list of its netlink
+    messages `(nlmsg_type, offset, nlmsg_len)` (an independent parse);
+    stops at the first malformed frame. Returns (frames, bytes used)."""
+    out = []
     off = 0
     while off + 4 <= len(data):
-        ver, typ, flen = struct.unpack_from("!BBH", data, off)
+        ver, _typ, flen = struct.unpack_from("!BBH", data, off)
         if ver != 1 or flen < 4 or off + flen > len(data):
             break
-        frames += 1
         end = off + flen
         p = off + 4
+        msgs = []
         while p + 16 <= end:
             nlen, ntype = struct.unpack_from("=IH", data, p)
             if nlen < 16:
                 break
-            msgs += 1
-            types[ntype] = types.get(ntype, 0) + 1
+            msgs.append((ntype, p, nlen))
             p += (nlen + 3) & ~3
+        out.append(msgs)
         off = end
-    names = {24: "RTM_NEWROUTE", 25: "RTM_DELROUTE", 104: "RTM_NEWNEXTHOP",
-             105: "RTM_DELNEXTHOP"}
-    parts = ", ".join(f"{names.get(t, t)}={n}" for t, n in sorted(types.items()))
-    return f"{frames} frames, {msgs} netlink messages ({parts}), {len(data) - off} trailing bytes"
+    return out, off
+
+
+NAMES = {24: "RTM_NEWROUTE", 25: "RTM_DELROUTE", 104: "RTM_NEWNEXTHOP", 105: "RTM_DELNEXTHOP"}
+
+
+def summarize(data):
+    """Counts of FPM frames and netlink message types (an independent parse)."""
+    fr, used = frames(data)
+    types = {}
+    for msgs in fr:
+        for ntype, _, _ in msgs:
+            types[ntype] = types.get(ntype, 0) + 1
+    parts = ", ".join(f"{NAMES.get(t, t)}={n}" for t, n in sorted(types.items()))
+    n = sum(len(m) for m in fr)
+    return f"{len(fr)} frames, {n} netlink messages ({parts}), {len(data) - used} trailing bytes"
 
 
 STOP = []
