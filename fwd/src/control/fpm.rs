@@ -240,7 +240,17 @@ pub fn start(
         let stop = Arc::clone(&stop);
         std::thread::Builder::new()
             .name("fwd-fpm".into())
-            .spawn(move || serve(&listener, allowed.as_deref(), &control, &tr, &shared, &stop))?
+            .spawn(move || {
+                Server {
+                    listener: &listener,
+                    allowed: allowed.as_deref(),
+                    control: &control,
+                    tr: &tr,
+                    shared: &shared,
+                    stop: &stop,
+                }
+                .serve()
+            })?
     };
     Ok(FpmServer {
         stop,
@@ -248,132 +258,128 @@ pub fn start(
     })
 }
 
-fn serve(
-    listener: &TcpListener,
-    allowed: Option<&[u32]>,
-    control: &ControlHandle,
-    tr: &Translate,
-    shared: &SharedStatus,
-    stop: &AtomicBool,
-) {
-    let mut next = None;
-    // Relaxed: see `FpmServer::drop`.
-    while !stop.load(Ordering::Relaxed) {
-        let Some((conn, peer)) = next.take().or_else(|| accept(listener, allowed, shared)) else {
-            std::thread::sleep(TICK);
-            continue;
-        };
-        {
-            let mut s = status(shared);
-            s.connects += 1;
-            s.peer = Some(peer.to_string());
-        }
-        eprintln!("fwd: fpm: zebra connected from {peer}");
-        if control.fpm(FpmEvent::Connected).is_err() {
-            return;
-        }
-        let (why, newer) = session(conn, listener, allowed, control, tr, shared, stop);
-        eprintln!("fwd: fpm: zebra {peer} gone: {why}");
-        status(shared).peer = None;
-        next = newer;
-    }
+/// What the FPM thread works with.
+struct Server<'a> {
+    listener: &'a TcpListener,
+    /// Users whose sockets may connect (`None`: anyone).
+    allowed: Option<&'a [u32]>,
+    control: &'a ControlHandle,
+    tr: &'a Translate,
+    shared: &'a SharedStatus,
+    stop: &'a AtomicBool,
 }
 
-/// A pending connection from an allowed user, if any (never blocks).
-/// Others are closed at once, logged and reported in `last_error`.
-fn accept(
-    listener: &TcpListener,
-    allowed: Option<&[u32]>,
-    shared: &SharedStatus,
-) -> Option<(TcpStream, SocketAddr)> {
-    loop {
-        let (conn, peer) = match listener.accept() {
-            Ok(c) => c,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-            Err(e) => {
-                eprintln!("fwd: fpm: accept: {e}");
-                return None;
-            }
-        };
-        let Some(uids) = allowed else {
-            return Some((conn, peer));
-        };
-        let uid = conn.local_addr().ok().and_then(|l| peer_uid(l, peer));
-        if uid.is_some_and(|u| uids.contains(&u)) {
-            return Some((conn, peer));
-        }
-        let who = uid.map_or_else(|| "an unknown user".into(), |u| format!("uid {u}"));
-        eprintln!("fwd: fpm: refused {peer}, owned by {who} (fpm.allowed_users)");
-        status(shared).last_error = Some(format!("refused a connection from {peer} ({who})"));
-    }
-}
-
-/// Serves one connection until it ends; returns why, and the connection
-/// that replaced it, if one did: a zebra that restarted before its old
-/// connection was seen closing connects anew, and the newest one wins.
-#[allow(clippy::too_many_arguments)]
-fn session(
-    mut conn: TcpStream,
-    listener: &TcpListener,
-    allowed: Option<&[u32]>,
-    control: &ControlHandle,
-    tr: &Translate,
-    shared: &SharedStatus,
-    stop: &AtomicBool,
-) -> (String, Option<(TcpStream, SocketAddr)>) {
-    if let Err(e) = conn
-        .set_nonblocking(false)
-        .and_then(|()| conn.set_read_timeout(Some(TICK)))
-    {
-        return (e.to_string(), None);
-    }
-    let mut ingest = Ingest::new(tr);
-    let mut pending: Option<std::sync::mpsc::Receiver<()>> = None;
-    let mut buf = vec![0u8; READ_CHUNK];
-    // Relaxed: see `FpmServer::drop`.
-    while !stop.load(Ordering::Relaxed) {
-        if let Some(newer) = accept(listener, allowed, shared) {
-            return ("replaced by a new connection".into(), Some(newer));
-        }
-        let n = match conn.read(&mut buf) {
-            Ok(0) => return ("connection closed".into(), None),
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
+impl Server<'_> {
+    fn serve(&self) {
+        let (control, shared, stop) = (self.control, self.shared, self.stop);
+        let mut next = None;
+        // Relaxed: see `FpmServer::drop`.
+        while !stop.load(Ordering::Relaxed) {
+            let Some((conn, peer)) = next.take().or_else(|| self.accept()) else {
+                std::thread::sleep(TICK);
+                continue;
+            };
             {
-                continue
+                let mut s = status(shared);
+                s.connects += 1;
+                s.peer = Some(peer.to_string());
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return (e.to_string(), None),
-        };
-        let b = ingest.feed(&buf[..n]);
-        {
-            let mut s = status(shared);
-            s.messages += b.messages;
-            s.ignored += b.ignored;
-            s.refused += b.refused;
-            if let Some(e) = b.last_error.clone() {
-                s.last_error = Some(e);
+            eprintln!("fwd: fpm: zebra connected from {peer}");
+            if control.fpm(FpmEvent::Connected).is_err() {
+                return;
             }
-        }
-        if let Some(e) = b.broken {
-            return (format!("undecodable stream: {e}"), None);
-        }
-        if !b.ops.is_empty() {
-            // One batch in flight: this thread reads and decodes the next
-            // while the control lcore applies this one, and waits for it
-            // before handing over another (order kept, backpressure kept).
-            let waited = pending.take().is_none_or(|p| p.recv().is_ok());
-            match control.fpm_start(FpmEvent::Batch(b.ops)) {
-                Ok(p) if waited => pending = Some(p),
-                _ => return ("the control lcore has stopped".into(), None),
-            }
+            let (why, newer) = self.session(conn);
+            eprintln!("fwd: fpm: zebra {peer} gone: {why}");
+            status(shared).peer = None;
+            next = newer;
         }
     }
-    ("stopping".into(), None)
+
+    /// A pending connection from an allowed user, if any (never blocks).
+    /// Others are closed at once, logged and reported in `last_error`.
+    fn accept(&self) -> Option<(TcpStream, SocketAddr)> {
+        let (listener, allowed, shared) = (self.listener, self.allowed, self.shared);
+        loop {
+            let (conn, peer) = match listener.accept() {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) => {
+                    eprintln!("fwd: fpm: accept: {e}");
+                    return None;
+                }
+            };
+            let Some(uids) = allowed else {
+                return Some((conn, peer));
+            };
+            let uid = conn.local_addr().ok().and_then(|l| peer_uid(l, peer));
+            if uid.is_some_and(|u| uids.contains(&u)) {
+                return Some((conn, peer));
+            }
+            let who = uid.map_or_else(|| "an unknown user".into(), |u| format!("uid {u}"));
+            eprintln!("fwd: fpm: refused {peer}, owned by {who} (fpm.allowed_users)");
+            status(shared).last_error = Some(format!("refused a connection from {peer} ({who})"));
+        }
+    }
+
+    /// Serves one connection until it ends; returns why, and the connection
+    /// that replaced it, if one did: a zebra that restarted before its old
+    /// connection was seen closing connects anew, and the newest one wins.
+    fn session(&self, mut conn: TcpStream) -> (String, Option<(TcpStream, SocketAddr)>) {
+        let (control, tr, shared, stop) = (self.control, self.tr, self.shared, self.stop);
+        if let Err(e) = conn
+            .set_nonblocking(false)
+            .and_then(|()| conn.set_read_timeout(Some(TICK)))
+        {
+            return (e.to_string(), None);
+        }
+        let mut ingest = Ingest::new(tr);
+        let mut pending: Option<std::sync::mpsc::Receiver<()>> = None;
+        let mut buf = vec![0u8; READ_CHUNK];
+        // Relaxed: see `FpmServer::drop`.
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(newer) = self.accept() {
+                return ("replaced by a new connection".into(), Some(newer));
+            }
+            let n = match conn.read(&mut buf) {
+                Ok(0) => return ("connection closed".into(), None),
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return (e.to_string(), None),
+            };
+            let b = ingest.feed(&buf[..n]);
+            {
+                let mut s = status(shared);
+                s.messages += b.messages;
+                s.ignored += b.ignored;
+                s.refused += b.refused;
+                if let Some(e) = b.last_error.clone() {
+                    s.last_error = Some(e);
+                }
+            }
+            if let Some(e) = b.broken {
+                return (format!("undecodable stream: {e}"), None);
+            }
+            if !b.ops.is_empty() {
+                // One batch in flight: this thread reads and decodes the next
+                // while the control lcore applies this one, and waits for it
+                // before handing over another (order kept, backpressure kept).
+                let waited = pending.take().is_none_or(|p| p.recv().is_ok());
+                match control.fpm_start(FpmEvent::Batch(b.ops)) {
+                    Ok(p) if waited => pending = Some(p),
+                    _ => return ("the control lcore has stopped".into(), None),
+                }
+            }
+        }
+        ("stopping".into(), None)
+    }
 }
 
 /// What one read of the stream gave.

@@ -317,13 +317,8 @@ impl Worker {
                     addr: s.hold_addr[i],
                     mbuf,
                 };
-                match self.setup.channel.push_up(m) {
-                    Ok(()) => tally.event(Event::Held),
-                    Err(m) => {
-                        drop(m);
-                        tally.drop(DropReason::NoNeighbour);
-                    }
-                }
+                let r = self.setup.channel.push_up(m);
+                tally.handed_over(r, Event::Held, DropReason::NoNeighbour);
             }
             Verdict::Fragment { port, mtu } => {
                 let Some(m) = burst.take(i) else {
@@ -368,13 +363,8 @@ impl Worker {
             port: in_port as u16,
             mbuf,
         };
-        match self.setup.channel.push_host(p) {
-            Ok(()) => tally.event(Event::Punted),
-            Err(p) => {
-                drop(p);
-                tally.drop(DropReason::PuntQueueFull);
-            }
-        }
+        let r = self.setup.channel.push_host(p);
+        tally.handed_over(r, Event::Punted, DropReason::PuntQueueFull);
     }
 
     /// Answers packet `i` with `err` out of the ingress port, rate

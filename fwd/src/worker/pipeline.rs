@@ -158,6 +158,19 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Counts a hand-over to another thread: `sent`, or dropped as `full`
+    /// when the queue gave the packet back (it is freed here).
+    #[inline]
+    pub fn handed_over<T>(&mut self, r: Result<(), T>, sent: Event, full: DropReason) {
+        match r {
+            Ok(()) => self.event(sent),
+            Err(back) => {
+                drop(back);
+                self.drop(full);
+            }
+        }
+    }
+
     #[inline(always)]
     pub fn drop(&mut self, r: DropReason) {
         self.drops[r as usize] += 1;
