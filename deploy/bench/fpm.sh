@@ -579,6 +579,7 @@ def main():
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # vtysh and nlcount
     res = {
+        "kernel_counter": "nlcount" if counter else "python",
         "monitor_cpu_s": round(me.ru_utime + me.ru_stime, 2),
         "vtysh_cpu_s": round(kids.ru_utime + kids.ru_stime, 2),
         "n": A.n, "t0": t0, "wall": round(wall, 3), "events": rel,
@@ -871,10 +872,38 @@ miss = {t: [m["missing"] for m in ms if m["missing"]] for t, ms in T.items()}
 if any(miss.values()):
     p(f"Targets not reached before the deadline: {miss}\n")
 
+# Average rates and a decomposition of the fwd target's extra time.
+rates_ = []
+for t, ms in T.items():
+    k = "fwd_fib" if t == "fwd" else "kernel_fib"
+    v = med([N / since_est(m, k) for m in ms if since_est(m, k)])
+    if v:
+        rates_.append(f"{t} {v / 1e3:.0f}k")
+if rates_:
+    p("Average install rate from Established to the target's last route (median, routes/s): "
+      + ", ".join(rates_) + ".\n")
+mf = lambda t, k: med([ev(m, k) for m in T[t]]) if T[t] else None
+fwd_all, k_all, kh_all, s_all = mf("fwd", "fwd_fib"), mf("kernel", "kernel_fib"), \
+    mf("kernel-hog", "kernel_fib"), mf("sink", "kernel_fib")
+if None not in (fwd_all, k_all, kh_all, s_all):
+    p("Where the fwd target's extra time comes from (differences of medians, seconds; "
+      "rough, the parts interact):\n")
+    p("| part | s |")
+    p("|---|---|")
+    p(f"| kernel target, all in the kernel FIB | {k_all:.1f} |")
+    p(f"| + CPU 1 taken by a busy loop (kernel-hog − kernel) | {kh_all - k_all:+.1f} |")
+    p(f"| + zebra's FPM module, into a sink (sink − kernel, kernel FIB all) | {s_all - k_all:+.1f} |")
+    p(f"| + the rest: fwd's own threads, BGP through fwd's host path, interactions | "
+      f"{fwd_all - kh_all - (s_all - k_all):+.1f} |")
+    p(f"| = fwd target, all in fwd's FIB | {fwd_all:.1f} |")
+    p("")
+
+how = ("read with recvmmsg by a small C counter" if any(
+    m.get("kernel_counter") == "nlcount" for ms in T.values() for m in ms)
+    else "read one recv per notification by the Python monitor (~4 s of its CPU for 900k)")
 p("Observation: the kernel FIB is counted with a netlink listener of the namespace "
-  "(RTM_NEWROUTE/RTM_DELROUTE notifications, proto bgp, table main, read with recvmmsg "
-  "by a small C counter; zebra already subscribes to them, so the kernel only clones one "
-  "more skb per route) and checked "
+  f"(RTM_NEWROUTE/RTM_DELROUTE notifications, proto bgp, table main, {how}; zebra already "
+  "subscribes to them, so the kernel only clones one more skb per route) and checked "
   "at the end against /proc/net/fib_triestat; zebra is polled with "
   "`show ip route summary json` and `show zebra dplane` every second (one vtysh run; the summary walks "
   "zebra's table in its main thread); bgpd with `show bgp ipv4 unicast summary json` every "
@@ -910,7 +939,7 @@ for t, ms in T.items():
     else:
         row.append("–")
     row.append(f"{med([m['machine_cores_busy'] for m in ms]):.2f}")
-    row.append(f"{med([m['others_busy_s'] for m in ms]):.1f} (monitor {med([m.get('monitor_cpu_s') for m in ms]) or 0:.1f}, vtysh {med([m.get('vtysh_cpu_s') for m in ms]) or 0:.1f})")
+    row.append(f"{med([m['others_busy_s'] for m in ms]):.1f} (monitor {med([m.get('monitor_cpu_s') for m in ms]) or 0:.1f}, vtysh and nlcount {med([m.get('vtysh_cpu_s') for m in ms]) or 0:.1f})")
     p(f"| {t} | " + " | ".join(row) + " |")
 p("")
 
@@ -1016,6 +1045,38 @@ if rp and rates:
         p(f"Ratio replay over TCP / bench_fpm in-process (medians): "
           f"{rr / 1e6:.2f} / {med(rates):.2f} M routes/s = {rr / 1e6 / med(rates):.2f}.\n")
 
+# --- every measurement ------------------------------------------------------
+p("## Every measurement (seconds after t0)\n")
+p("'foreign CPU-s' is the machine's busy time during the measurement minus the CPU of "
+  "every process of the benchmark (daemons, fwd, hog, monitor, vtysh, nlcount): other users of the "
+  "VM and kernel work not charged to a process. 'busy before' is what the machine did in "
+  "the 0.5 s before t0 (fwd's worker or the hog account for 1.0).\n")
+p("| measurement | Established | bgpd all | zebra FIB all | kernel FIB all | fwd FIB all | foreign CPU-s | busy before |")
+p("|---|---|---|---|---|---|---|---|")
+for t, ms in T.items():
+    for m in ms:
+        d = m["_dir"]
+        bb = ""
+        try:
+            bb = open(f"{d}/busy_before").read().strip()
+        except OSError:
+            pass
+        foreign = m["others_busy_s"] - (m.get("monitor_cpu_s") or 0) - (m.get("vtysh_cpu_s") or 0)
+        cells = [ev(m, k) for k in ("established", "bgp_received", "zebra_fib", "kernel_fib", "fwd_fib")]
+        p(f"| {os.path.basename(d)} | " + " | ".join("–" if c is None else f"{c:.1f}" for c in cells)
+          + f" | {foreign:.1f} | {bb} |")
+for r in sorted(glob.glob(f"{W}/replay-*/replay.json")):
+    x = load(r)
+    if x:
+        bb = ""
+        try:
+            bb = open(os.path.join(os.path.dirname(r), "busy_before")).read().strip()
+        except OSError:
+            pass
+        p(f"| {os.path.basename(os.path.dirname(r))} (all installed) | | | | | "
+          f"{x['all_s'] if x['all_s'] is not None else '–'} | | {bb} |")
+p("")
+
 # --- verdict ---------------------------------------------------------------
 p("## Verdict (computed from the numbers above)\n")
 fw, kn, kh, sk = (T[t] for t in ("fwd", "kernel", "kernel-hog", "sink"))
@@ -1085,19 +1146,21 @@ p("""## What bounds each (structure, from the sources and the samples above)
   (`Route update queue depth` ~200 in the zebra samples): the main thread waits for
   the kernel provider. On this VM `ip -batch` of the same 901,899 `route add` lines
   takes ~26 s (20 s of it in the kernel), i.e. ~35k routes/s.
-- **The FPM module costs zebra.** Loading `dplane_fpm_nl` (into a sink that only
-  records) costs zebra CPU and time against the kernel target: compare the sink and
-  kernel rows (zebra CPU-s and kernel FIB all).
+- **The FPM module itself.** Whether loading `dplane_fpm_nl` (into a sink that only
+  records) costs zebra time: compare the sink and kernel rows (zebra CPU-s, kernel FIB
+  all). In the runs of 2026-11-30 the difference was within the run-to-run noise
+  (between +4.8 s and -1.7 s on ~21-28 s).
 - **fwd's worker takes a core.** The polling worker `rte-worker-1` keeps CPU 1 busy
   (about one CPU-second per second); on 2 vCPUs FRR keeps about one core. The
   kernel-hog row gives the kernel path the same handicap (a busy loop on CPU 1).
 - **fwd's ingest alone is CPU-bound on one core.** Every fwd thread but the worker
   (fwd-control, fwd-fpm, fwd-host, fwd-ctl-*) runs with `Cpus_allowed_list: 0`
-  (inherited from the EAL main lcore), and the FPM thread waits for each batch to be
-  applied before it reads again (by design, fwd/src/control/fpm.rs): decode+translate
-  (fwd-fpm) and apply+publish (fwd-control) add up; in the replay their CPU-seconds
-  add up to the replay's wall time, 1 MiB (16,384 routes) per generation at a flat
-  ~1.6 us per route, not growing with the table.
+  (inherited from the EAL main lcore). So decode+translate (fwd-fpm) and
+  apply+publish (fwd-control) cannot run at the same time, even where the FPM thread
+  reads and decodes the next batch while one is applied (since a85ab8e; before it, it
+  waited): in the replay their CPU-seconds add up to about the wall time, 1 MiB
+  (16,384 routes) per generation at a flat ~1.4-1.6 us per route, not growing with
+  the table. 1 M routes/s on this machine needs <= 1 us per route for both together.
 
 ## Choice of speaker (measured once by hand, 2026-11-30, same VM, 901,899 prefixes)
 
@@ -1116,8 +1179,10 @@ PYEOF
 /* fpm.sh's kernel-FIB counter: listens to the namespace's IPv4 route
  * notifications (RTNLGRP_IPV4_ROUTE) and counts proto-bgp (186) routes of
  * table main: +1 per RTM_NEWROUTE that is not a replace, -1 per
- * RTM_DELROUTE. recvmmsg takes up to 64 notifications per system call (a
- * Python listener pays one call each: ~4 s of CPU for 900k routes).
+ * RTM_DELROUTE. recvmmsg takes up to 64 notifications per system call,
+ * and it sleeps 5 ms whenever the socket is empty, so a busy zebra does not
+ * wake it per route (a blocking reader or a Python listener pays a wakeup
+ * per notification: 3-5 s of CPU for 900k routes).
  * Prints "READY", then "C <unix time> <count>" at every 1% of N and
  * "ALL <unix time> <count>" once the count reaches N; "OVERFLOW <time>"
  * when notifications were lost (ENOBUFS).
@@ -1173,8 +1238,15 @@ int main(int argc, char **argv)
     long added = 0, step = n / 100 > 0 ? n / 100 : 1, next = step;
     int done = 0;
     for (;;) {
-        int r = recvmmsg(fd, m, V, MSG_WAITFORONE, NULL);
+        int r = recvmmsg(fd, m, V, MSG_DONTWAIT, NULL);
         if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                /* Let notifications pile up: one wakeup per 5 ms, not one
+                 * per route (times are at most 5 ms late). */
+                struct timespec d = {0, 5 * 1000 * 1000};
+                nanosleep(&d, NULL);
+                continue;
+            }
             if (errno == EINTR)
                 continue;
             if (errno == ENOBUFS) {
