@@ -18,6 +18,7 @@ pub mod link;
 pub mod neigh;
 pub mod ra;
 mod rules;
+pub mod saved;
 pub mod server;
 mod setup;
 mod state;

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use ctl::codec::{self, LineRead};
 use ctl::wire::{
     self, Address, DropCount, ErrorBody, ErrorKind, GroupEntry, GroupMember, HelloLine, HelloReply,
-    Item, Latency, LcoreStats, Mac, Neigh, NeighEntry, NexthopEntry, Path as WirePath, PortRates,
+    Item, Latency, LcoreStats, Mac, NeighEntry, NexthopEntry, Path as WirePath, PortRates,
     RateSample, Request, Response, ResponseLine, RouteLookup, StatsReport, StatusReport,
     WorkerStatus,
 };
@@ -777,75 +777,6 @@ fn status(ctx: &ServerContext, clients: u32) -> Result<Response, ErrorBody> {
     }))
 }
 
-/// The running tables as changes, in an order that replays: addresses,
-/// neighbours, named next hops, groups, routes, rules.
-pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
-    use wire::Change as C;
-    let mut out = Vec::new();
-    for p in t.ports.iter() {
-        for a in &p.addresses {
-            out.push(C::AddressAdd(Address {
-                addr: *a,
-                dev: p.name.clone(),
-            }));
-        }
-    }
-    for (&(p, addr), &mac) in &t.mgmt.neighbours {
-        out.push(C::NeighAdd(Neigh {
-            addr,
-            lladdr: Mac(mac),
-            dev: port_name(t, p),
-        }));
-    }
-    for (id, nh) in t.routing.nexthops() {
-        if !t.mgmt.auto_by_id.contains_key(&id) {
-            out.push(C::NexthopAdd(wire::Nexthop {
-                id,
-                via: nh.gateway,
-                dev: port_name(t, nh.port),
-            }));
-        }
-    }
-    for (id, g) in t.routing.groups() {
-        if t.mgmt.auto_group_by_id.contains_key(&id) {
-            continue;
-        }
-        out.push(C::GroupAdd(wire::Group {
-            id,
-            members: g
-                .members()
-                .iter()
-                .map(|&(id, weight)| GroupMember { id, weight })
-                .collect(),
-        }));
-    }
-    let vrfs: BTreeSet<u32> = t.routing.vrfs().collect();
-    for vrf in vrfs {
-        for (p, e) in t.routing.entries(vrf) {
-            // Routes the daemon derives from addresses and neighbours come
-            // back with them; zebra's come back when it reconnects.
-            if e.origin != route::Origin::STATIC {
-                continue;
-            }
-            let mut r = route_to_wire(t, vrf, p, e);
-            r.proto = None;
-            out.push(C::RouteAdd(r));
-        }
-    }
-    let mut rules: Vec<&Arc<acl::RuleEntry>> = t.acl.entries().collect();
-    rules.sort_by_key(|e| e.rule().order());
-    for e in rules {
-        out.push(C::RuleAdd(Box::new(super::rule_to_wire(t, e.rule()))));
-    }
-    for p in t.ports.iter().filter(|p| !p.admin_up) {
-        out.push(C::PortSet {
-            dev: p.name.clone(),
-            up: false,
-        });
-    }
-    out
-}
-
 fn config_save(ctx: &ServerContext, path: &str) -> Result<Response, ErrorBody> {
     let p = Path::new(path);
     if !p.is_absolute() {
@@ -855,12 +786,7 @@ fn config_save(ctx: &ServerContext, path: &str) -> Result<Response, ErrorBody> {
         ));
     }
     let (generation, t) = snapshot(ctx)?;
-    let changes = running_changes(&t);
-    let mut text = format!("# fwd running configuration, generation {generation}\n");
-    for c in &changes {
-        text.push_str(&c.to_string());
-        text.push('\n');
-    }
+    let (text, lines) = super::saved::running_text(&t, generation);
     let tmp = p.with_extension("tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, p))
@@ -868,7 +794,7 @@ fn config_save(ctx: &ServerContext, path: &str) -> Result<Response, ErrorBody> {
     Ok(Response::Saved(wire::Saved {
         path: path.to_string(),
         generation,
-        lines: changes.len() as u64,
+        lines: lines as u64,
     }))
 }
 
