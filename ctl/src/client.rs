@@ -9,15 +9,15 @@
 
 use std::fmt;
 use std::io::{self, BufReader, BufWriter, Write};
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, RangeInclusive};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
 use crate::codec::{decode, read_line_limited, write_line, EncodedRequest, LineRead};
 use crate::wire::{
-    ErrorBody, Hello, HelloLine, HelloReply, Item, Reply, Request, Response, ResponseLine,
-    ServerHello, CLIENT_NAME, PROTOCOL_VERSION,
+    ErrorBody, ErrorKind, Hello, HelloLine, HelloReply, Item, Reply, Request, Response,
+    ResponseLine, ServerHello, CLIENT_NAME, PROTOCOLS,
 };
 
 /// Longest line the client accepts from the server (one response or item).
@@ -80,7 +80,30 @@ impl Client {
     /// `unsupported` protocol version), [`ClientError::Protocol`] on a
     /// malformed answer.
     pub fn connect(path: impl AsRef<Path>) -> Result<Client, ClientError> {
-        Client::handshake(UnixStream::connect(path)?, CLIENT_NAME)
+        Client::connect_speaking(path, CLIENT_NAME, PROTOCOLS)
+    }
+
+    /// Connects as `client` speaking `versions`. A daemon that refuses the
+    /// hello as `unsupported` (one from before version negotiation wants
+    /// its own version exactly) is tried once more with the oldest version.
+    ///
+    /// # Errors
+    /// As [`Client::connect`].
+    pub fn connect_speaking(
+        path: impl AsRef<Path>,
+        client: &str,
+        versions: RangeInclusive<u32>,
+    ) -> Result<Client, ClientError> {
+        let path = path.as_ref();
+        match Client::handshake_speaking(UnixStream::connect(path)?, client, versions.clone()) {
+            Err(ClientError::Server(e))
+                if e.kind == ErrorKind::Unsupported && versions.start() != versions.end() =>
+            {
+                let oldest = *versions.start()..=*versions.start();
+                Client::handshake_speaking(UnixStream::connect(path)?, client, oldest)
+            }
+            other => other,
+        }
     }
 
     /// Says hello on an already connected stream, as `client`.
@@ -88,6 +111,19 @@ impl Client {
     /// # Errors
     /// As [`Client::connect`].
     pub fn handshake(stream: UnixStream, client: &str) -> Result<Client, ClientError> {
+        Client::handshake_speaking(stream, client, PROTOCOLS)
+    }
+
+    /// Says hello speaking `versions`.
+    ///
+    /// # Errors
+    /// As [`Client::connect`]; a daemon answering a version outside
+    /// `versions` is a protocol error.
+    pub fn handshake_speaking(
+        stream: UnixStream,
+        client: &str,
+        versions: RangeInclusive<u32>,
+    ) -> Result<Client, ClientError> {
         let mut c = Client {
             reader: BufReader::with_capacity(64 * 1024, stream.try_clone()?),
             writer: BufWriter::with_capacity(64 * 1024, stream),
@@ -100,20 +136,19 @@ impl Client {
             broken: true,
         };
         let hello = HelloLine {
-            hello: Hello {
-                protocol: PROTOCOL_VERSION,
-                client: client.to_string(),
-            },
+            hello: Hello::new(client, versions.clone()),
         };
         write_line(&mut c.writer, &hello)?;
         c.writer.flush()?;
         c.read_line()?;
         match decode::<HelloReply>(&c.line).map_err(|e| ClientError::Protocol(e.message))? {
             HelloReply::Hello(h) => {
-                if h.protocol != PROTOCOL_VERSION {
+                if !versions.contains(&h.protocol) {
                     return Err(ClientError::Protocol(format!(
-                        "server answered protocol {} to a hello for {}",
-                        h.protocol, PROTOCOL_VERSION
+                        "server answered protocol {} to a hello for {}..={}",
+                        h.protocol,
+                        versions.start(),
+                        versions.end()
                     )));
                 }
                 c.server = h;
@@ -299,5 +334,51 @@ mod tests {
             crate::encode(&owned).unwrap(),
             crate::encode(&borrowed).unwrap()
         );
+    }
+
+    /// A daemon from before negotiation: it wants version 1 exactly.
+    fn old_daemon(path: &std::path::Path) -> std::thread::JoinHandle<Vec<String>> {
+        let l = std::os::unix::net::UnixListener::bind(path).unwrap();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for _ in 0..2 {
+                let (s, _) = l.accept().unwrap();
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                std::io::BufRead::read_line(&mut r, &mut line).unwrap();
+                let h: HelloLine = decode(line.trim_end().as_bytes()).unwrap();
+                seen.push(line.trim_end().to_string());
+                let reply = if h.hello.protocol == 1 {
+                    HelloReply::Hello(ServerHello {
+                        protocol: 1,
+                        daemon: "old".into(),
+                    })
+                } else {
+                    HelloReply::Error(ErrorBody::new(ErrorKind::Unsupported, "speaks 1"))
+                };
+                let mut w = &s;
+                write_line(&mut w, &reply).unwrap();
+                if h.hello.protocol == 1 {
+                    break;
+                }
+            }
+            seen
+        })
+    }
+
+    #[test]
+    fn a_newer_client_falls_back_to_its_oldest_version_for_an_old_daemon() {
+        let dir = std::env::temp_dir().join(format!("ctl-neg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let server = old_daemon(&path);
+        let c = Client::connect_speaking(&path, "new", 1..=3).unwrap();
+        assert_eq!(c.server().protocol, 1);
+        let seen = server.join().unwrap();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].contains(r#""protocol":3"#), "{seen:?}");
+        assert!(seen[1].contains(r#""protocol":1"#), "{seen:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -334,11 +334,18 @@ fn status_stats_get_watch_and_save() {
         .collect();
     assert_eq!(lines.len(), 2);
 
-    // A relative file name is made absolute: the daemon writes it.
+    // A bare file name goes as it is (the daemon saves it in its
+    // save_dir); a relative path is made absolute (ours).
     let out = fwdctl(&server.path, &["config", "save", "saved.conf"]);
     assert_eq!(out.status.code(), Some(0));
+    match &requests(&server).last().unwrap().request {
+        Request::ConfigSave { path } => assert_eq!(path, "saved.conf"),
+        other => panic!("{other:?}"),
+    }
+    let out = fwdctl(&server.path, &["config", "save", "sub/saved.conf"]);
+    assert_eq!(out.status.code(), Some(0));
     let cwd = std::env::current_dir().unwrap();
-    let want = cwd.join("saved.conf").to_string_lossy().into_owned();
+    let want = cwd.join("sub/saved.conf").to_string_lossy().into_owned();
     match &requests(&server).last().unwrap().request {
         Request::ConfigSave { path } => assert_eq!(path, &want),
         other => panic!("{other:?}"),

@@ -351,8 +351,16 @@ pub struct ControlConfig {
     pub socket_mode: String,
     /// Group owning the socket (name); members may use fwdctl.
     pub socket_group: Option<String>,
-    /// Most concurrent fwdctl clients.
+    /// Most concurrent fwdctl sessions; the last one is kept for root.
     pub max_clients: usize,
+    /// A session with no request for this long is closed (seconds).
+    pub idle_timeout_s: u64,
+    /// A request line must arrive whole, and its answer be taken, within
+    /// this long (seconds).
+    pub request_timeout_s: u64,
+    /// Where `fwdctl config save NAME` writes (any peer); other absolute
+    /// paths are for root only.
+    pub save_dir: PathBuf,
     /// Largest request line in bytes.
     pub max_request_bytes: usize,
     /// Bound on memory waiting for reclamation (bytes).
@@ -374,6 +382,9 @@ impl Default for ControlConfig {
             socket_mode: "0660".into(),
             socket_group: None,
             max_clients: 16,
+            idle_timeout_s: 900,
+            request_timeout_s: 30,
+            save_dir: PathBuf::from("/var/lib/fwd"),
             max_request_bytes: 128 << 20,
             max_pending_bytes: 512 << 20,
             stall_ms: 1000,
@@ -396,6 +407,75 @@ impl Default for DatapathConfig {
 }
 
 impl ControlConfig {
+    /// Checks the control section's values.
+    ///
+    /// # Errors
+    /// The first problem, naming its field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mode = self.mode()?;
+        if mode & 0o600 != 0o600 {
+            return Err(invalid(
+                "control.socket_mode",
+                format!("{mode:04o} denies the owner; want e.g. \"0660\""),
+            ));
+        }
+        let sock = self.socket.as_os_str();
+        if !self.socket.is_absolute() || sock.len() >= 108 {
+            return Err(invalid(
+                "control.socket",
+                format!(
+                    "{:?} must be an absolute path shorter than 108 bytes",
+                    self.socket
+                ),
+            ));
+        }
+        if self.socket.file_name().is_none() {
+            return Err(invalid("control.socket", "must name a file"));
+        }
+        if self.max_clients < 2 || self.max_clients > 1024 {
+            return Err(invalid(
+                "control.max_clients",
+                "must be 2..=1024 (the last session is kept for root)",
+            ));
+        }
+        if !(4096..=1 << 30).contains(&self.max_request_bytes) {
+            return Err(invalid(
+                "control.max_request_bytes",
+                "must be 4096..=1073741824",
+            ));
+        }
+        if !(1..=86_400).contains(&self.idle_timeout_s) {
+            return Err(invalid("control.idle_timeout_s", "must be 1..=86400"));
+        }
+        if !(1..=3600).contains(&self.request_timeout_s) {
+            return Err(invalid("control.request_timeout_s", "must be 1..=3600"));
+        }
+        if self.max_pending_bytes < 1 << 20 {
+            return Err(invalid(
+                "control.max_pending_bytes",
+                "must be at least 1048576",
+            ));
+        }
+        if !(1..=3_600_000).contains(&self.stall_ms) {
+            return Err(invalid("control.stall_ms", "must be 1..=3600000"));
+        }
+        if !self.save_dir.is_absolute() {
+            return Err(invalid(
+                "control.save_dir",
+                format!("{:?} must be an absolute path", self.save_dir),
+            ));
+        }
+        if let Some(l) = &self.load {
+            if !l.is_absolute() || l.file_name().is_none() {
+                return Err(invalid(
+                    "control.load",
+                    format!("{l:?} must be an absolute path to a file"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The socket mode as a number.
     ///
     /// # Errors
@@ -588,6 +668,45 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Checks what depends on the machine it runs on: every CPU named
+    /// (`eal.main_cpu`, `workers[].cpu`, `control.cpu`, by default the
+    /// lcore numbers) must be one this process may run on.
+    ///
+    /// # Errors
+    /// The first CPU that is not, naming its field and the CPUs there are.
+    pub fn check_machine(&self) -> Result<(), ConfigError> {
+        let cpus: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        if cpus.is_empty() {
+            return Ok(()); // cannot tell
+        }
+        let mut named = vec![(
+            "eal.main_cpu".to_string(),
+            self.eal.main_cpu.unwrap_or(self.eal.main_lcore as usize),
+        )];
+        for (i, w) in self.workers.iter().enumerate() {
+            named.push((
+                format!("workers[{i}].cpu"),
+                w.cpu.unwrap_or(w.lcore as usize),
+            ));
+        }
+        if let Some(c) = self.control.cpu {
+            named.push(("control.cpu".to_string(), c));
+        }
+        for (field, cpu) in named {
+            if !cpus.contains(&cpu) {
+                return Err(invalid(
+                    field,
+                    format!("CPU {cpu} is not one this machine lets fwd use ({cpus:?})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Index of the port named `name`.
     pub fn port_index(&self, name: &str) -> Option<usize> {
         self.ports.iter().position(|p| p.name == name)
@@ -621,6 +740,19 @@ impl Config {
         }
         if self.mempool.data_room < 256 + 128 {
             return Err(invalid("mempool.data_room", "must be at least 384 bytes"));
+        }
+        // Each mbuf takes its data room plus its header and headroom.
+        let pool_mb = (u64::from(self.mempool.mbufs) * (u64::from(self.mempool.data_room) + 256))
+            .div_ceil(1 << 20);
+        if self.mempool.mbufs > 1 << 24 || pool_mb > u64::from(self.eal.memory_mb) * 3 / 4 {
+            return Err(invalid(
+                "mempool.mbufs",
+                format!(
+                    "{} mbufs of {} bytes need {pool_mb} MiB: more than 16M mbufs or three \
+                     quarters of eal.memory_mb ({} MiB)",
+                    self.mempool.mbufs, self.mempool.data_room, self.eal.memory_mb
+                ),
+            ));
         }
         let mut names = HashSet::new();
         let mut devs = HashSet::new();
@@ -769,18 +901,7 @@ impl Config {
                 }
             }
         }
-        u32::from_str_radix(self.control.socket_mode.trim_start_matches("0o"), 8)
-            .ok()
-            .filter(|m| *m <= 0o777)
-            .ok_or_else(|| {
-                invalid(
-                    "control.socket_mode",
-                    "must be an octal mode such as \"0660\"",
-                )
-            })?;
-        if self.control.max_clients == 0 {
-            return Err(invalid("control.max_clients", "must be at least 1"));
-        }
+        self.control.validate()?;
         if let Some(h) = &self.host {
             if h.punt_burst == 0 && h.punt_rate > 0 {
                 return Err(invalid("host.punt_burst", "must be at least 1"));
@@ -958,6 +1079,55 @@ neighbours:
 
     fn err(text: &str) -> String {
         Config::parse(text, "t.yaml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn check_refuses_what_would_break_at_run_time_naming_the_field() {
+        for (extra, field) in [
+            ("control: {socket_mode: '0'}\n", "control.socket_mode"),
+            ("control: {socket_mode: '0060'}\n", "control.socket_mode"),
+            (
+                "control: {max_request_bytes: 0}\n",
+                "control.max_request_bytes",
+            ),
+            ("control: {socket: ''}\n", "control.socket"),
+            ("control: {socket: 'rel/fwd.sock'}\n", "control.socket"),
+            ("control: {load: 'saved.conf'}\n", "control.load"),
+            ("control: {save_dir: 'saved'}\n", "control.save_dir"),
+            ("control: {max_clients: 1}\n", "control.max_clients"),
+            ("control: {idle_timeout_s: 0}\n", "control.idle_timeout_s"),
+            (
+                "control: {request_timeout_s: 0}\n",
+                "control.request_timeout_s",
+            ),
+            ("control: {stall_ms: 0}\n", "control.stall_ms"),
+            ("mempool: {mbufs: 4294967295}\n", "mempool.mbufs"),
+            (
+                "mempool: {mbufs: 400000}\neal: {memory_mb: 256}\n",
+                "mempool.mbufs",
+            ),
+        ] {
+            let e = err(&format!("{GOOD}{extra}"));
+            assert!(e.contains(field), "{extra:?}: {e}");
+        }
+        let long = format!("control: {{socket: '/{}'}}\n", "x".repeat(120));
+        assert!(err(&format!("{GOOD}{long}")).contains("control.socket"));
+        // The defaults pass.
+        Config::parse(GOOD, "t.yaml").unwrap();
+    }
+
+    #[test]
+    fn a_cpu_the_machine_lacks_is_named() {
+        let c = Config::parse(
+            &GOOD.replace("  - lcore: 1\n", "  - lcore: 1\n    cpu: 4095\n"),
+            "t.yaml",
+        )
+        .unwrap();
+        let e = c.check_machine().unwrap_err().to_string();
+        assert!(e.contains("workers[0].cpu") && e.contains("4095"), "{e}");
+        let c = Config::parse(&format!("{GOOD}control: {{cpu: 4096}}\n"), "t.yaml").unwrap();
+        let e = c.check_machine().unwrap_err().to_string();
+        assert!(e.contains("control.cpu"), "{e}");
     }
 
     #[test]

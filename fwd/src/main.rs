@@ -98,10 +98,23 @@ fn main() {
 fn run() -> Result<()> {
     let args = parse_args()?;
     let cfg = Config::load(&args.config)?;
+    cfg.check_machine()?;
     if args.check {
         println!("{}: ok", args.config.display());
         return Ok(());
     }
+    // The control socket first: a bad path fails before any port starts.
+    let bound = fwd::control::server::bind(fwd::control::server::ServerConfig {
+        path: cfg.control.socket.clone(),
+        mode: cfg.control.mode()?,
+        group: cfg.control.socket_group.clone(),
+        max_clients: cfg.control.max_clients,
+        max_request_bytes: cfg.control.max_request_bytes,
+        idle_timeout: Duration::from_secs(cfg.control.idle_timeout_s),
+        request_timeout: Duration::from_secs(cfg.control.request_timeout_s),
+        save_dir: cfg.control.save_dir.clone(),
+    })
+    .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;
 
     // The EAL's runtime directory: private to this process unless the
     // operator (or systemd's RuntimeDirectory=) chose one.
@@ -348,13 +361,7 @@ fn run() -> Result<()> {
     };
     let tsc_ms = (dpdk::tsc_hz() / 1000).max(1);
     let server = fwd::control::server::start(
-        fwd::control::server::ServerConfig {
-            path: cfg.control.socket.clone(),
-            mode: cfg.control.mode()?,
-            group: cfg.control.socket_group.clone(),
-            max_clients: cfg.control.max_clients,
-            max_request_bytes: cfg.control.max_request_bytes,
-        },
+        bound,
         fwd::control::server::ServerContext {
             control: handle,
             stats: Arc::clone(&stats),

@@ -152,9 +152,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Err(e) => return Err(Failure::Usage(e.to_string())),
     };
     if let Request::ConfigSave { path } = &mut req {
-        // The daemon writes the file; a relative name means ours.
+        // A bare file name goes to the daemon's save_dir; another relative
+        // path means ours (and the daemon writes only root's there).
         let p = Path::new(path.as_str());
-        if p.is_relative() {
+        if p.is_relative() && p.components().count() > 1 {
             let cwd = std::env::current_dir().context("config save: current directory")?;
             *path = cwd.join(p).to_string_lossy().into_owned();
         }

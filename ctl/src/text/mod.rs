@@ -62,7 +62,8 @@ Commands (OBJECT VERB ARGS; a missing VERB means show):
   port set PORT up|down          admin state (down: no RX/TX, out of ECMP)
   stats                          counters: global, per lcore, per port, drops
   status                         generations, workers, reclamation, uptime
-  config save FILE               write the running tables as a batch file
+  config save NAME|PATH          save the running tables: NAME into the
+                                 daemon's save_dir, a PATH only as root
   watch [interval 1s|500ms] [count N]   live rates
   help [OBJECT]
 

@@ -17,6 +17,14 @@ pub use net::{IpNet, Mac, NetParseError};
 /// since requests reject unknown fields).
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// The oldest protocol version this build still speaks: a daemon answers
+/// clients down to it, a client accepts daemons down to it. Versions in
+/// between are negotiated in the hello (see [`HelloReply::answer`]).
+pub const MIN_PROTOCOL_VERSION: u32 = 1;
+
+/// The versions this build speaks.
+pub const PROTOCOLS: std::ops::RangeInclusive<u32> = MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION;
+
 /// The `client` string `fwdctl` sends in its hello.
 pub const CLIENT_NAME: &str = concat!("fwdctl ", env!("CARGO_PKG_VERSION"));
 
@@ -43,10 +51,31 @@ pub struct HelloLine {
 /// What a client says about itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
-    /// The protocol version the client speaks.
+    /// The newest protocol version the client speaks.
     pub protocol: u32,
     /// Free text for logs, e.g. `"fwdctl 0.1.0"`.
     pub client: String,
+    /// The oldest version it still speaks (absent: only `protocol`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_protocol: Option<u32>,
+}
+
+impl Hello {
+    /// The hello of a client speaking `versions`.
+    pub fn new(client: &str, versions: std::ops::RangeInclusive<u32>) -> Hello {
+        Hello {
+            protocol: *versions.end(),
+            client: client.to_string(),
+            min_protocol: (versions.start() != versions.end()).then_some(*versions.start()),
+        }
+    }
+
+    /// The versions the client speaks.
+    pub fn versions(&self) -> std::ops::RangeInclusive<u32> {
+        self.min_protocol
+            .unwrap_or(self.protocol)
+            .min(self.protocol)..=self.protocol
+    }
 }
 
 /// The server's answer to a hello: `{"hello":{...}}` or `{"error":{...}}`
@@ -61,27 +90,42 @@ pub enum HelloReply {
 /// What the daemon says about itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerHello {
-    /// The protocol version the daemon speaks (equal to the client's).
+    /// The version the session speaks: the newest both sides speak.
     pub protocol: u32,
     /// Free text, e.g. `"fwd 0.1.0"`.
     pub daemon: String,
 }
 
 impl HelloReply {
-    /// The server side of the handshake: accept a client speaking
-    /// [`PROTOCOL_VERSION`], refuse any other with [`ErrorKind::Unsupported`].
+    /// The server side of the handshake for a daemon speaking [`PROTOCOLS`].
     pub fn answer(hello: &Hello, daemon: &str) -> HelloReply {
-        if hello.protocol == PROTOCOL_VERSION {
+        HelloReply::negotiate(hello, daemon, PROTOCOLS)
+    }
+
+    /// The newest version both the client and a daemon speaking `ours`
+    /// speak, or [`ErrorKind::Unsupported`] naming both ranges when there
+    /// is none.
+    pub fn negotiate(
+        hello: &Hello,
+        daemon: &str,
+        ours: std::ops::RangeInclusive<u32>,
+    ) -> HelloReply {
+        let theirs = hello.versions();
+        let v = (*theirs.end()).min(*ours.end());
+        if v >= *theirs.start() && v >= *ours.start() {
             HelloReply::Hello(ServerHello {
-                protocol: PROTOCOL_VERSION,
+                protocol: v,
                 daemon: daemon.to_string(),
             })
         } else {
             HelloReply::Error(ErrorBody::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "protocol version {} is not supported; this daemon speaks {}",
-                    hello.protocol, PROTOCOL_VERSION
+                    "protocol versions {}..={} are not supported; this daemon speaks {}..={}",
+                    theirs.start(),
+                    theirs.end(),
+                    ours.start(),
+                    ours.end()
                 ),
             ))
         }

@@ -40,36 +40,57 @@ fn change(id: u64, c: Change) -> RequestLine {
 fn handshake() {
     golden(
         &HelloLine {
-            hello: Hello {
-                protocol: PROTOCOL_VERSION,
-                client: CLIENT_NAME.into(),
-            },
+            hello: Hello::new(CLIENT_NAME, PROTOCOLS),
         },
         r#"{"hello":{"protocol":1,"client":"fwdctl 0.1.0"}}"#,
     );
-    let ok = HelloReply::answer(
-        &Hello {
-            protocol: 1,
-            client: "x".into(),
+    golden(
+        &HelloLine {
+            hello: Hello::new("x", 1..=3),
         },
-        "fwd 0.1.0",
+        r#"{"hello":{"protocol":3,"client":"x","min_protocol":1}}"#,
     );
+    let ok = HelloReply::answer(&Hello::new("x", 1..=1), "fwd 0.1.0");
     golden(&ok, r#"{"hello":{"protocol":1,"daemon":"fwd 0.1.0"}}"#);
-    let refused = HelloReply::answer(
-        &Hello {
-            protocol: 2,
-            client: "x".into(),
-        },
-        "fwd 0.1.0",
-    );
+    let refused = HelloReply::answer(&Hello::new("x", 2..=2), "fwd 0.1.0");
     golden(
         &refused,
-        r#"{"error":{"kind":"unsupported","message":"protocol version 2 is not supported; this daemon speaks 1"}}"#,
+        r#"{"error":{"kind":"unsupported","message":"protocol versions 2..=2 are not supported; this daemon speaks 1..=1"}}"#,
     );
     // A newer client may say more in its hello; the server still reads it.
     let h: HelloLine =
         decode(br#"{"hello":{"protocol":1,"client":"x","features":["y"]}}"#).unwrap();
     assert_eq!(h.hello.protocol, 1);
+}
+
+#[test]
+fn versions_are_negotiated_to_the_newest_both_speak() {
+    let speak = |client: std::ops::RangeInclusive<u32>, daemon| match HelloReply::negotiate(
+        &Hello::new("c", client),
+        "d",
+        daemon,
+    ) {
+        HelloReply::Hello(h) => Some(h.protocol),
+        HelloReply::Error(e) => {
+            assert_eq!(e.kind, ErrorKind::Unsupported);
+            None
+        }
+    };
+    // A newer client with an older daemon, and the other way round.
+    assert_eq!(speak(1..=3, 1..=1), Some(1));
+    assert_eq!(speak(1..=1, 1..=3), Some(1));
+    assert_eq!(speak(2..=4, 1..=3), Some(3));
+    assert_eq!(speak(3..=3, 1..=5), Some(3));
+    // No common version.
+    assert_eq!(speak(4..=5, 1..=3), None);
+    assert_eq!(speak(1..=1, 2..=3), None);
+    // A client from before negotiation sends only `protocol`: exactly it.
+    let old: HelloLine = decode(br#"{"hello":{"protocol":2,"client":"old"}}"#).unwrap();
+    assert_eq!(old.hello.versions(), 2..=2);
+    // A contradictory range (min above max) means only `protocol`.
+    let odd: HelloLine =
+        decode(br#"{"hello":{"protocol":2,"client":"odd","min_protocol":9}}"#).unwrap();
+    assert_eq!(odd.hello.versions(), 2..=2);
 }
 
 fn full_rule() -> Rule {

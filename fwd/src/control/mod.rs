@@ -7,9 +7,11 @@
 //! ([`state::apply`]: all or nothing), publishes the result as one new
 //! generation, and reclaims what older versions held once every worker has
 //! reported quiescence -- after each publish and on a timer, never blocking
-//! per change. Read requests get a clone of the current root (a few `Arc`
-//! increments), so dumps run on the requester's thread and never hold the
-//! writer.
+//! per change. After each publish it posts the new root (a clone: a few
+//! `Arc` increments), its versioning state and the neighbour table on a
+//! [`Board`] readers take them from: a dump or a status runs on the
+//! reader's thread from the last published version, and never waits behind
+//! a long batch.
 
 pub mod fpm;
 #[cfg(test)]
@@ -46,12 +48,8 @@ pub enum Request {
     /// Apply changes as one generation; the reply is what was published or
     /// the error of the first failing change (tables untouched).
     Apply(Vec<Change>, Sender<Result<Done, ErrorBody>>),
-    /// The current root and its generation.
-    Snapshot(Sender<(u64, Tables)>),
-    /// Versioning state: generations, per-worker reports, pending memory.
-    Status(Sender<QsbrStats>),
-    /// The neighbour table (learned and static entries with their state).
-    Neighbours(Sender<NeighReport>),
+    /// Stop: the loop ends and hands its state back.
+    Stop,
     /// Forget learned neighbours (of one port); published as a generation.
     NeighFlush(Option<u16>, Sender<Result<Done, ErrorBody>>),
     /// From the FPM thread; answered once applied.
@@ -66,10 +64,64 @@ pub struct NeighReport {
     pub counters: neigh::NeighCounters,
 }
 
+/// What the control lcore last published, posted for readers.
+struct Board {
+    tables: Mutex<(u64, Tables)>,
+    status: Mutex<QsbrStats>,
+    neigh: Mutex<NeighReport>,
+}
+
+/// How often the versioning state and the neighbour table are posted when
+/// nothing is published (reclamation and neighbour state move on their
+/// own).
+const POST_INTERVAL: Duration = Duration::from_millis(50);
+
+fn neigh_report(st: &ControlState) -> NeighReport {
+    st.neigh
+        .as_ref()
+        .map_or_else(NeighReport::default, |d| NeighReport {
+            entries: d.entries(),
+            held: d.held(),
+            counters: d.counters,
+        })
+}
+
+impl Board {
+    fn new(st: &ControlState) -> Board {
+        Board {
+            tables: Mutex::new((st.writer.generation(), st.writer.current().clone())),
+            status: Mutex::new(st.writer.stats()),
+            neigh: Mutex::new(neigh_report(st)),
+        }
+    }
+
+    /// Posts the current version and its versioning state when it is newer
+    /// than the posted one, and the rest too when `all`.
+    fn post(&self, st: &ControlState, all: bool) {
+        let g = st.writer.generation();
+        let newer = {
+            let mut t = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+            let newer = t.0 != g;
+            if newer {
+                *t = (g, st.writer.current().clone());
+            }
+            newer
+        };
+        if newer && !all {
+            *self.status.lock().unwrap_or_else(PoisonError::into_inner) = st.writer.stats();
+        }
+        if all {
+            *self.status.lock().unwrap_or_else(PoisonError::into_inner) = st.writer.stats();
+            *self.neigh.lock().unwrap_or_else(PoisonError::into_inner) = neigh_report(st);
+        }
+    }
+}
+
 /// The management side's handle on the control lcore.
 #[derive(Clone)]
 pub struct ControlHandle {
     tx: Sender<Request>,
+    board: Arc<Board>,
 }
 
 fn stopped() -> ErrorBody {
@@ -89,36 +141,45 @@ impl ControlHandle {
         rx.recv().map_err(|_| stopped())?
     }
 
-    /// The current tables and generation.
+    /// The last published tables and their generation (never waits for
+    /// the writer).
     ///
     /// # Errors
-    /// When the control lcore has stopped.
+    /// None today; kept so callers need not change if reads ever can fail.
     pub fn snapshot(&self) -> Result<(u64, Tables), ErrorBody> {
-        let (tx, rx) = mpsc::channel();
-        self.tx.send(Request::Snapshot(tx)).map_err(|_| stopped())?;
-        rx.recv().map_err(|_| stopped())
+        Ok(self
+            .board
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone())
     }
 
-    /// Versioning state.
+    /// Versioning state, as last posted (at most [`POST_INTERVAL`] old, and
+    /// current after every change this handle applied).
     ///
     /// # Errors
-    /// When the control lcore has stopped.
+    /// See [`ControlHandle::snapshot`].
     pub fn status(&self) -> Result<QsbrStats, ErrorBody> {
-        let (tx, rx) = mpsc::channel();
-        self.tx.send(Request::Status(tx)).map_err(|_| stopped())?;
-        rx.recv().map_err(|_| stopped())
+        Ok(self
+            .board
+            .status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone())
     }
 
-    /// The neighbour table.
+    /// The neighbour table, as last posted (at most [`POST_INTERVAL`] old).
     ///
     /// # Errors
-    /// When the control lcore has stopped.
+    /// See [`ControlHandle::snapshot`].
     pub fn neighbours(&self) -> Result<NeighReport, ErrorBody> {
-        let (tx, rx) = mpsc::channel();
-        self.tx
-            .send(Request::Neighbours(tx))
-            .map_err(|_| stopped())?;
-        rx.recv().map_err(|_| stopped())
+        Ok(self
+            .board
+            .neigh
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone())
     }
 
     /// Hands an FPM event over and waits until it is applied.
@@ -187,10 +248,21 @@ impl Drop for SlotToken {
     }
 }
 
-/// The running control lcore.
+/// The running control lcore. Dropped without [`ControlLcore::stop`] (an
+/// early error return), it still stops and joins the thread, so nothing
+/// it drives (link polling, neighbour probes) outlives the ports.
 pub struct ControlLcore {
     handle: ControlHandle,
-    thread: JoinHandle<ControlState>,
+    thread: Option<JoinHandle<ControlState>>,
+}
+
+impl Drop for ControlLcore {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = self.handle.tx.send(Request::Stop);
+            let _ = t.join();
+        }
+    }
 }
 
 /// How often the control lcore reclaims when no request arrives.
@@ -280,6 +352,8 @@ impl ControlLcore {
     /// The OS error when the thread cannot be spawned.
     pub fn start(state: ControlState, cpu: Option<usize>) -> std::io::Result<ControlLcore> {
         let (tx, rx) = mpsc::channel();
+        let board = Arc::new(Board::new(&state));
+        let b = Arc::clone(&board);
         let thread = std::thread::Builder::new()
             .name("fwd-control".into())
             .spawn(move || {
@@ -288,11 +362,11 @@ impl ControlLcore {
                         eprintln!("fwd: control lcore: cannot pin to cpu {cpu}; running unpinned");
                     }
                 }
-                serve(state, rx)
+                serve(state, &rx, &b)
             })?;
         Ok(ControlLcore {
-            handle: ControlHandle { tx },
-            thread,
+            handle: ControlHandle { tx, board },
+            thread: Some(thread),
         })
     }
 
@@ -300,11 +374,13 @@ impl ControlLcore {
         self.handle.clone()
     }
 
-    /// Stops the thread once every other handle is dropped and returns its
-    /// state (the daemon drops it after the workers are joined).
-    pub fn stop(self) -> ControlState {
-        drop(self.handle);
-        match self.thread.join() {
+    /// Stops the thread and returns its state (the daemon drops it after the
+    /// workers are joined). Handles still held elsewhere get `stopped`
+    /// errors from then on.
+    pub fn stop(mut self) -> ControlState {
+        let _ = self.handle.tx.send(Request::Stop);
+        let thread = self.thread.take().expect("joined only here and in drop");
+        match thread.join() {
             Ok(s) => s,
             Err(e) => std::panic::resume_unwind(e),
         }
@@ -364,10 +440,11 @@ fn finish_rebuild(st: &mut ControlState, rebuilding: &mut Rebuilding) {
     }
 }
 
-fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
+fn serve(mut st: ControlState, rx: &Receiver<Request>, board: &Board) -> ControlState {
     let released: Released = Arc::default();
     let mut rebuilding: Rebuilding = None;
     let mut last_reclaim = std::time::Instant::now();
+    let mut last_post = std::time::Instant::now();
     loop {
         finish_rebuild(&mut st, &mut rebuilding);
         maybe_rebuild(&st, &mut rebuilding);
@@ -381,6 +458,12 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
         } else {
             RECLAIM_INTERVAL
         };
+        // Whatever this turn published is on the board before waiting.
+        let all = last_post.elapsed() >= POST_INTERVAL;
+        board.post(&st, all);
+        if all {
+            last_post = std::time::Instant::now();
+        }
         match rx.recv_timeout(wait) {
             Ok(Request::Apply(changes, reply)) => {
                 let n = changes.len() as u64;
@@ -413,31 +496,15 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
                     }
                 }
                 drop(before);
+                reclaim(&mut st, &released);
+                board.post(&st, true);
                 let _ = reply.send(result);
-                reclaim(&mut st, &released);
-            }
-            Ok(Request::Snapshot(reply)) => {
-                let _ = reply.send((st.writer.generation(), st.writer.current().clone()));
-            }
-            Ok(Request::Status(reply)) => {
-                reclaim(&mut st, &released);
-                let _ = reply.send(st.writer.stats());
-            }
-            Ok(Request::Neighbours(reply)) => {
-                let r = st
-                    .neigh
-                    .as_ref()
-                    .map_or_else(NeighReport::default, |d| NeighReport {
-                        entries: d.entries(),
-                        held: d.held(),
-                        counters: d.counters,
-                    });
-                let _ = reply.send(r);
             }
             Ok(Request::Fpm(ev, reply)) => {
                 if let Some(f) = st.fpm.as_mut() {
                     f.event(ev, &mut st.writer, &st.acl, std::time::Instant::now());
                 }
+                board.post(&st, false);
                 let _ = reply.send(());
                 reclaim(&mut st, &released);
             }
@@ -449,6 +516,7 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
                 if let Some(d) = st.neigh.as_mut() {
                     d.after_publish(st.writer.current());
                 }
+                board.post(&st, true);
                 let _ = reply.send(Ok(Done {
                     generation,
                     changes: updates.len() as u64,
@@ -462,7 +530,7 @@ fn serve(mut st: ControlState, rx: Receiver<Request>) -> ControlState {
                     last_reclaim = std::time::Instant::now();
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => {
+            Ok(Request::Stop) | Err(RecvTimeoutError::Disconnected) => {
                 if let Some(rx) = rebuilding.take() {
                     // Let a running rebuild finish before the state goes.
                     let _ = rx.recv();
@@ -597,6 +665,31 @@ mod tests {
             "nothing leaks into table 0"
         );
         assert_eq!(t.port_vrf(0), 5);
+    }
+
+    #[test]
+    fn reads_come_from_the_board_and_never_from_the_writer_thread() {
+        let (c, reader) = lcore();
+        let h = c.handle();
+        let route = Change::RouteAdd(wire::Route {
+            linkdown: false,
+            proto: None,
+            prefix: "10.9.0.0/16".parse().unwrap(),
+            table: 0,
+            target: RouteTarget::Blackhole,
+        });
+        let g = h.apply(vec![route]).unwrap().generation;
+        // Stop the control lcore: a read that needed it would fail now.
+        let state = c.stop();
+        let (g2, t) = h.snapshot().expect("snapshot without the writer");
+        assert_eq!(g2, g, "the last published version");
+        assert_eq!(t.routing.route_count(0), (1, 0));
+        assert_eq!(h.status().unwrap().generation, g);
+        h.neighbours().unwrap();
+        // Changes need the writer, and say it has stopped.
+        let e = h.apply(Vec::new()).unwrap_err();
+        assert_eq!(e.kind, wire::ErrorKind::Internal);
+        drop((state, reader));
     }
 
     #[test]

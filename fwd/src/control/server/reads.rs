@@ -1,312 +1,39 @@
-//! The fwdctl socket server: newline-delimited JSON over a unix socket
-//! (protocol in `ctl/PROTOCOL.md`).
-//!
-//! - One thread per connection, at most `max_clients` at once (the next one
-//!   gets a `busy` error); each request line is bounded (`too_large`).
-//! - The socket is created with the configured mode and group; a stale
-//!   socket left by a crashed daemon is replaced, a live one is refused.
-//!   Peers are checked with `SO_PEERCRED`: root, the daemon's own user, or
-//!   members of the socket's group.
-//! - Changes go to the control lcore (the single writer) and come back as a
-//!   published generation or a typed error with nothing applied. Reads
-//!   (dumps, stats, status) are served by the connection's own thread from a
-//!   cloned root: a 900k-route dump never holds the writer.
+//! Read requests: dumps, lookups, statistics, status and `watch`. Each is
+//! served on the session's thread from the last published version of the
+//! tables (a clone of its root): a 900k-route dump or a status never waits
+//! for the writer, and never holds it.
 
 use std::collections::BTreeSet;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ctl::codec::{self, LineRead};
 use ctl::wire::{
-    self, Address, DropCount, ErrorBody, ErrorKind, GroupEntry, GroupMember, HelloLine, HelloReply,
-    Item, Latency, LcoreStats, Mac, NeighEntry, NexthopEntry, Path as WirePath, PortRates,
-    RateSample, Request, Response, ResponseLine, RouteLookup, StatsReport, StatusReport,
-    WorkerStatus,
+    self, Address, DropCount, ErrorBody, ErrorKind, GroupEntry, GroupMember, Item, Latency,
+    LcoreStats, Mac, NeighEntry, NexthopEntry, Path as WirePath, PortRates, RateSample, Request,
+    Response, ResponseLine, RouteLookup, StatsReport, StatusReport, WorkerStatus,
 };
 
-use super::{route_to_wire, ControlHandle};
+use super::session::send;
+use super::{PortMeta, ServerContext, Shutdown};
 use crate::acl;
+use crate::control::route_to_wire;
 use crate::dpdk::port;
 use crate::route::{self, Prefix, Target};
-use crate::stats::{DropReason, Stats, StatsSnapshot};
+use crate::stats::{DropReason, StatsSnapshot};
 use crate::tables::Tables;
 
-/// How the socket is set up and bounded.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    pub path: PathBuf,
-    pub mode: u32,
-    pub group: Option<String>,
-    pub max_clients: usize,
-    pub max_request_bytes: usize,
-}
+type Writer = BufWriter<UnixStream>;
 
-/// What `port show` reports that the tables do not hold.
-#[derive(Debug, Clone)]
-pub struct PortMeta {
-    pub name: String,
-    pub dpdk_id: u16,
-    pub driver: String,
-    pub rx_queues: u16,
-    pub tx_queues: u16,
-    pub mtu: u16,
-}
-
-/// Shared by every connection.
-pub struct ServerContext {
-    pub control: ControlHandle,
-    pub stats: Arc<Stats>,
-    pub rule_counters: Arc<acl::CounterSet>,
-    pub ports: Vec<PortMeta>,
-    pub started: Instant,
-    pub version: String,
-    /// Link and admin events (streamed by `watch`).
-    pub events: Arc<super::link::EventLog>,
-    /// The TSC-derived millisecond tick the workers stamp rules with.
-    pub tick_ms: Box<dyn Fn() -> u64 + Send + Sync>,
-    /// The host thread's counters, when the host path is on.
-    pub host: Option<Arc<crate::hostif::path::HostCounters>>,
-    /// The FPM server's status (`listen` absent when FPM is off).
-    pub fpm: super::fpm::SharedStatus,
-}
-
-/// The running server; dropping it stops accepting and removes the socket.
-pub struct Server {
-    path: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // Relaxed: a flag polled by the accept loop; the join below is the sync.
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Who may talk to the daemon.
-#[derive(Debug, Clone, Copy)]
-struct Policy {
-    own_uid: u32,
-    gid: Option<u32>,
-}
-
-impl Policy {
-    fn allows(&self, uid: u32, gid: u32) -> bool {
-        uid == 0 || uid == self.own_uid || self.gid == Some(gid)
-    }
-}
-
-/// Creates the socket and starts accepting.
-///
-/// # Errors
-/// Another daemon already listening on the path, an unknown group, or the
-/// OS error of creating the socket.
-pub fn start(cfg: ServerConfig, ctx: ServerContext) -> io::Result<Server> {
-    if let Some(dir) = cfg.path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    if cfg.path.exists() {
-        if UnixStream::connect(&cfg.path).is_ok() {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrInUse,
-                format!("{} is in use by a running daemon", cfg.path.display()),
-            ));
-        }
-        // Stale: left by a daemon that did not exit cleanly.
-        std::fs::remove_file(&cfg.path)?;
-    }
-    let gid = match &cfg.group {
-        None => None,
-        Some(name) => Some(
-            nix::unistd::Group::from_name(name)
-                .map_err(io::Error::from)?
-                .ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::NotFound, format!("no group named {name:?}"))
-                })?
-                .gid
-                .as_raw(),
-        ),
-    };
-    let listener = UnixListener::bind(&cfg.path)?;
-    std::fs::set_permissions(&cfg.path, std::fs::Permissions::from_mode(cfg.mode))?;
-    if let Some(g) = gid {
-        std::os::unix::fs::chown(&cfg.path, None, Some(g))?;
-    }
-    listener.set_nonblocking(true)?;
-    let policy = Policy {
-        own_uid: nix::unistd::geteuid().as_raw(),
-        gid,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = Arc::clone(&stop);
-    let ctx = Arc::new(ctx);
-    let path = cfg.path.clone();
-    let clients = Arc::new(AtomicU32::new(0));
-    let thread = std::thread::Builder::new()
-        .name("fwd-ctl-accept".into())
-        .spawn(move || {
-            // Relaxed: see Drop.
-            while !stop2.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let ctx = Arc::clone(&ctx);
-                        let clients = Arc::clone(&clients);
-                        let cfg = cfg.clone();
-                        let _ = std::thread::Builder::new()
-                            .name("fwd-ctl-conn".into())
-                            .spawn(move || {
-                                // Relaxed: a bound, not a synchronisation point.
-                                let n = clients.fetch_add(1, Ordering::Relaxed) + 1;
-                                let _ = connection(stream, &ctx, &cfg, policy, n, &clients);
-                                clients.fetch_sub(1, Ordering::Relaxed);
-                            });
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    Err(e) => {
-                        eprintln!("fwd: control socket accept: {e}");
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                }
-            }
-        })?;
-    Ok(Server {
-        path,
-        stop,
-        thread: Some(thread),
-    })
-}
-
-fn send(w: &mut impl Write, line: &ResponseLine) -> io::Result<()> {
-    codec::write_line(w, line)
-}
-
-fn connection(
-    stream: UnixStream,
-    ctx: &ServerContext,
-    cfg: &ServerConfig,
-    policy: Policy,
-    n_clients: u32,
-    clients: &AtomicU32,
-) -> io::Result<()> {
-    stream.set_nonblocking(false)?;
-    let mut w = BufWriter::new(stream.try_clone()?);
-    let mut r = BufReader::new(stream.try_clone()?);
-    let refuse = |w: &mut BufWriter<UnixStream>, e: ErrorBody| -> io::Result<()> {
-        codec::write_line(w, &HelloReply::Error(e))?;
-        w.flush()
-    };
-    let cred = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-        .map_err(io::Error::from)?;
-    if !policy.allows(cred.uid(), cred.gid()) {
-        return refuse(
-            &mut w,
-            ErrorBody::new(
-                ErrorKind::PermissionDenied,
-                format!(
-                    "uid {} (gid {}) may not use this daemon",
-                    cred.uid(),
-                    cred.gid()
-                ),
-            ),
-        );
-    }
-    if n_clients as usize > cfg.max_clients {
-        return refuse(
-            &mut w,
-            ErrorBody::new(
-                ErrorKind::Busy,
-                format!("too many clients (at most {})", cfg.max_clients),
-            ),
-        );
-    }
-    let mut buf = Vec::new();
-    match codec::read_line_limited(&mut r, &mut buf, 4096)? {
-        LineRead::Line => {}
-        LineRead::Eof => return Ok(()),
-        LineRead::TooLong => {
-            return refuse(
-                &mut w,
-                ErrorBody::new(ErrorKind::TooLarge, "hello too long"),
-            )
-        }
-    }
-    let hello: HelloLine = match codec::decode(&buf) {
-        Ok(h) => h,
-        Err(e) => return refuse(&mut w, e),
-    };
-    let answer = HelloReply::answer(&hello.hello, &ctx.version);
-    codec::write_line(&mut w, &answer)?;
-    w.flush()?;
-    if matches!(answer, HelloReply::Error(_)) {
-        return Ok(());
-    }
-    loop {
-        // The start of the next line, to address a too-long request's error
-        // to its id (clients put `"id"` first).
-        let head: Vec<u8> = r.fill_buf()?.iter().take(64).copied().collect();
-        match codec::read_line_limited(&mut r, &mut buf, cfg.max_request_bytes)? {
-            LineRead::Eof => return Ok(()),
-            LineRead::TooLong => {
-                let e = ErrorBody::new(
-                    ErrorKind::TooLarge,
-                    format!("request longer than {} bytes", cfg.max_request_bytes),
-                );
-                send(&mut w, &ResponseLine::error(leading_id(&head), e))?;
-            }
-            LineRead::Line => match codec::decode_request(&buf) {
-                Err((id, e)) => send(&mut w, &ResponseLine::error(id, e))?,
-                Ok(req) => {
-                    buf = Vec::new(); // a big batch's buffer is not kept
-                    handle(&mut w, ctx, req.id, req.request, clients)?
-                }
-            },
-        }
-        w.flush()?;
-    }
-}
-
-/// The id of a request line from its first bytes (`{"id":N,...`), 0 if
-/// it cannot be seen there.
-fn leading_id(head: &[u8]) -> u64 {
-    let text = String::from_utf8_lossy(head);
-    text.split_once("\"id\":")
-        .map(|(_, rest)| rest.trim_start())
-        .and_then(|rest| {
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
-        })
-        .unwrap_or(0)
-}
-
-/// Answers one request.
-fn handle(
-    w: &mut BufWriter<UnixStream>,
-    ctx: &ServerContext,
-    id: u64,
-    req: Request,
-    clients: &AtomicU32,
-) -> io::Result<()> {
-    let ok = |w: &mut BufWriter<UnixStream>, r: Result<Response, ErrorBody>| match r {
+/// Answers a read request that is not a session matter.
+pub(super) fn answer(w: &mut Writer, ctx: &ServerContext, id: u64, req: Request) -> io::Result<()> {
+    let ok = |w: &mut Writer, r: Result<Response, ErrorBody>| match r {
         Ok(r) => send(w, &ResponseLine::ok(id, r)),
         Err(e) => send(w, &ResponseLine::error(id, e)),
     };
     match req {
-        Request::Change(c) => ok(w, ctx.control.apply(vec![c]).map(Response::Done)),
-        Request::Batch { changes } => ok(w, ctx.control.apply(changes).map(Response::Done)),
         Request::RouteGet { addr, table } => ok(w, route_get(ctx, addr, table)),
         Request::PortShow { port } => ok(w, port_show(ctx, port.as_deref())),
         Request::PortStats { port } => ok(w, port_stats(ctx, port.as_deref())),
@@ -327,7 +54,6 @@ fn handle(
             }),
         ),
         Request::Stats {} => ok(w, Ok(Response::Stats(stats_report(ctx, None)))),
-        Request::Status {} => ok(w, status(ctx, clients.load(Ordering::Relaxed))),
         Request::FpmShow {} => ok(
             w,
             Ok(Response::Fpm(
@@ -337,14 +63,11 @@ fn handle(
                     .clone(),
             )),
         ),
-        Request::ConfigSave { path } => ok(w, config_save(ctx, &path)),
-        Request::NeighFlush { dev } => ok(w, neigh_flush(ctx, dev.as_deref())),
-        Request::Watch { interval_ms, count } => watch(w, ctx, id, interval_ms, count),
         stream => dump(w, ctx, id, &stream),
     }
 }
 
-fn neigh_flush(ctx: &ServerContext, dev: Option<&str>) -> Result<Response, ErrorBody> {
+pub(super) fn neigh_flush(ctx: &ServerContext, dev: Option<&str>) -> Result<Response, ErrorBody> {
     let port = match dev {
         None => None,
         Some(d) => {
@@ -363,18 +86,13 @@ fn snapshot(ctx: &ServerContext) -> Result<(u64, Tables), ErrorBody> {
 }
 
 /// Streams a dump from one snapshot.
-fn dump(
-    w: &mut BufWriter<UnixStream>,
-    ctx: &ServerContext,
-    id: u64,
-    req: &Request,
-) -> io::Result<()> {
+fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Result<()> {
     let (_, t) = match snapshot(ctx) {
         Ok(s) => s,
         Err(e) => return send(w, &ResponseLine::error(id, e)),
     };
     let mut count = 0u64;
-    let mut item = |w: &mut BufWriter<UnixStream>, i: Item| -> io::Result<()> {
+    let mut item = |w: &mut Writer, i: Item| -> io::Result<()> {
         count += 1;
         send(w, &ResponseLine::item(id, i))
     };
@@ -433,7 +151,7 @@ fn dump(
                     continue;
                 }
                 let i = if matches!(req, Request::RuleShow { .. }) {
-                    Item::Rule(super::rule_to_wire(&t, e.rule()))
+                    Item::Rule(crate::control::rule_to_wire(&t, e.rule()))
                 } else {
                     let s = ctx.rule_counters.read(e.slot());
                     Item::RuleCounters(wire::RuleCounters {
@@ -742,7 +460,7 @@ fn stats_report(ctx: &ServerContext, rates: Option<RateSample>) -> StatsReport {
     }
 }
 
-fn status(ctx: &ServerContext, clients: u32) -> Result<Response, ErrorBody> {
+pub(super) fn status(ctx: &ServerContext, clients: u32) -> Result<Response, ErrorBody> {
     let q = ctx.control.status()?;
     Ok(Response::Status(StatusReport {
         version: ctx.version.clone(),
@@ -774,27 +492,6 @@ fn status(ctx: &ServerContext, clients: u32) -> Result<Response, ErrorBody> {
             max_ns: q.publish_to_quiescent.max_ns,
         },
         clients,
-    }))
-}
-
-fn config_save(ctx: &ServerContext, path: &str) -> Result<Response, ErrorBody> {
-    let p = Path::new(path);
-    if !p.is_absolute() {
-        return Err(ErrorBody::new(
-            ErrorKind::Invalid,
-            format!("{path:?} is not an absolute path"),
-        ));
-    }
-    let (generation, t) = snapshot(ctx)?;
-    let (text, lines) = super::saved::running_text(&t, generation);
-    let tmp = p.with_extension("tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, p))
-        .map_err(|e| ErrorBody::new(ErrorKind::Invalid, format!("cannot write {path}: {e}")))?;
-    Ok(Response::Saved(wire::Saved {
-        path: path.to_string(),
-        generation,
-        lines: lines as u64,
     }))
 }
 
@@ -837,9 +534,32 @@ fn rates(ctx: &ServerContext, a: &StatsSnapshot, b: &StatsSnapshot, dt: Duration
     }
 }
 
-fn watch(
-    w: &mut BufWriter<UnixStream>,
+/// Sleeps `d` between samples; true (end the watch) as soon as the server
+/// stops or the peer hangs up (or sends anything: a watching client only
+/// reads), so a dead client's session does not hold a slot for an interval.
+fn pause(s: &UnixStream, stop: &Shutdown, d: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let end = Instant::now() + d;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        if stop.wait(left.min(Duration::from_millis(100))) {
+            return true;
+        }
+        let mut fds = [PollFd::new(s.as_fd(), PollFlags::POLLIN)];
+        if nix::poll::poll(&mut fds, PollTimeout::ZERO).unwrap_or(0) > 0 {
+            return true;
+        }
+    }
+}
+
+pub(super) fn watch(
+    w: &mut Writer,
     ctx: &ServerContext,
+    stop: &Shutdown,
     id: u64,
     interval_ms: u64,
     count: Option<u64>,
@@ -852,7 +572,9 @@ fn watch(
     let mut prev = (ctx.stats.snapshot(), Instant::now());
     let (_, mut seen) = ctx.events.since(u64::MAX);
     while count.is_none_or(|c| sent < c) {
-        std::thread::sleep(Duration::from_millis(interval_ms));
+        if pause(w.get_ref(), stop, Duration::from_millis(interval_ms)) {
+            return Ok(());
+        }
         let (events, last) = ctx.events.since(seen);
         seen = last;
         for e in events {
