@@ -121,7 +121,7 @@ fn run() -> Result<()> {
     let pid = std::process::id();
     if std::env::var_os("RUNTIME_DIRECTORY").is_none() {
         let dir = std::env::temp_dir().join(format!("fwd-{pid}"));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        private_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
         std::env::set_var("RUNTIME_DIRECTORY", &dir);
     }
     let eal_args = cfg.eal_args("fwd", &format!("fwd-{pid}"));
@@ -468,6 +468,31 @@ fn run() -> Result<()> {
     Ok(())
 }
 
+/// Creates `dir` (mode 0700) for this process alone. Its name is
+/// predictable and its parent (`/tmp`) writable by all, so one that exists
+/// already is used only when it is a real directory of ours that no one
+/// else can enter (left by an earlier process with this pid); a link or
+/// someone else's directory is refused, never followed.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let m = std::fs::symlink_metadata(dir)?;
+            let ours =
+                m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o077 == 0;
+            if ours {
+                Ok(())
+            } else {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "exists and is not a private directory of this user (refusing to use it)",
+                ))
+            }
+        }
+        other => other,
+    }
+}
+
 struct StopOnDrop(Arc<AtomicBool>);
 
 impl Drop for StopOnDrop {
@@ -567,4 +592,34 @@ fn ra_settings(cfg: &Config) -> Vec<Option<fwd::control::ra::RaSettings>> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::private_dir;
+
+    #[test]
+    fn the_runtime_dir_is_never_a_planted_link_or_someone_elses() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("fwd-priv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir(&base).unwrap();
+        let d = base.join("rt");
+        private_dir(&d).unwrap();
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        private_dir(&d).expect("ours from an earlier run: reused");
+        // A link planted at the name is refused, not followed.
+        let target = base.join("elsewhere");
+        std::fs::create_dir(&target).unwrap();
+        let link = base.join("planted");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(private_dir(&link).is_err());
+        // So is a directory others can enter.
+        let open = base.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(private_dir(&open).is_err());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }
