@@ -413,16 +413,81 @@ fn batch_errors_are_atomic_and_named() {
         .unwrap();
     assert_eq!(a.retired_slots, vec![0]);
     assert_eq!(w.get(1).unwrap().slot(), 1);
-    // Capacity 3: slot 0 retired but not released, slot 1 used, 2 free.
-    w.apply(&[Update::Insert(r(5, 1))]).unwrap();
-    let e = w.apply(&[Update::Insert(r(6, 1))]).unwrap_err();
+    // Capacity 3 rules (6 slots): slot 0 retired but not released.
+    w.apply(&[Update::Insert(r(5, 1)), Update::Insert(r(6, 1))])
+        .unwrap();
+    let e = w.apply(&[Update::Insert(r(7, 1))]).unwrap_err();
     assert_eq!(e.error, UpdateError::Capacity(3));
-    let (set, mut wr) = CounterSet::new(1, 3);
+    let (set, mut wr) = CounterSet::new(1, w.config().slots() as usize);
     wr[0].hit(0, 10, 1);
     w.release_slots(&a.retired_slots, Some(&set));
     assert_eq!(set.read(0), RuleStats::default());
-    w.apply(&[Update::Insert(r(6, 1))]).unwrap();
-    assert_eq!(w.get(6).unwrap().slot(), 0);
+    w.apply(&[Update::Delete(6), Update::Insert(r(7, 1))])
+        .unwrap();
+    assert_eq!(w.get(7).unwrap().slot(), 0);
+}
+
+/// Rule `id` matching destination port `port` only.
+fn port_rule(id: RuleId, port: u16) -> Rule {
+    Rule {
+        matches: RuleMatch {
+            dport: PortRange::exact(port),
+            ..RuleMatch::default()
+        },
+        ..r(id, id)
+    }
+}
+
+/// Finding 14: flush + `capacity` inserts in one batch needs fresh slots
+/// while the old rules' slots are retired.
+#[test]
+fn a_full_capacity_rule_set_swaps_atomically() {
+    const CAP: u32 = 2000;
+    let mut w = ClassifierWriter::new(Config {
+        capacity: CAP,
+        ..Config::default()
+    });
+    let swap = |from: u32, to: u32| -> Vec<Update> {
+        (from..from + CAP)
+            .map(Update::Delete)
+            .chain((to..to + CAP).map(|id| Update::Insert(port_rule(id, (id - to) as u16))))
+            .collect()
+    };
+    let fill: Vec<Update> = (0..CAP)
+        .map(|id| Update::Insert(port_rule(id, id as u16)))
+        .collect();
+    w.apply(&fill).unwrap();
+    let e = w.apply(&[Update::Insert(port_rule(CAP, 1))]).unwrap_err();
+    assert_eq!(e.error, UpdateError::Capacity(CAP));
+
+    let first = w.apply(&swap(0, 10_000)).expect("a full swap in one batch");
+    assert_eq!(first.retired_slots.len(), CAP as usize);
+    let v = first.version.clone();
+    assert_eq!(v.len(), CAP as usize);
+    for p in [0u16, 1, 999, CAP as u16 - 1] {
+        let k = Key {
+            dport: p,
+            ..Key::default()
+        };
+        assert_eq!(v.classify(&k).map(|e| e.id()), Some(10_000 + u32::from(p)));
+    }
+    assert!(w.rules().all(|e| e.slot() < w.config().slots()));
+
+    // A second full swap before the first one's slots are released: a
+    // clear, retryable refusal naming the first insert; nothing changes.
+    let e = w.apply(&swap(10_000, 20_000)).unwrap_err();
+    assert_eq!(
+        e,
+        BatchError {
+            index: CAP as usize,
+            error: UpdateError::SlotsPending { retired: CAP }
+        }
+    );
+    assert!(Arc::ptr_eq(w.current(), &v));
+    // Once reclaimed, it goes through.
+    w.release_slots(&first.retired_slots, None);
+    let second = w.apply(&swap(10_000, 20_000)).expect("after release");
+    assert_eq!(second.version.len(), CAP as usize);
 }
 
 #[test]
