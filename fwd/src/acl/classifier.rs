@@ -109,6 +109,29 @@ fn lookup_trees<const D: usize, const B: usize>(
     (best != u32::MAX).then_some(best)
 }
 
+/// Best base index over a family's trees among indexes `>= lo` (rules
+/// after a given one in precedence order).
+#[inline]
+fn lookup_trees_from<const D: usize, const B: usize>(
+    trees: &[Tree<D, B>],
+    p: &[i32; D],
+    ex: u64,
+    dead: Option<&[u64]>,
+    lo: u32,
+) -> Option<u32> {
+    let mut best = u32::MAX;
+    for t in trees {
+        if t.first_idx() >= best {
+            break;
+        }
+        let leaf = t.descend(p);
+        if let Some(i) = t.scan_leaf_from(leaf, p, ex, dead, lo, best) {
+            best = i;
+        }
+    }
+    (best != u32::MAX).then_some(best)
+}
+
 /// One immutable version of the classifier. Cheap to clone (a few `Arc`s);
 /// `Send + Sync`; lookups allocate nothing, take no lock and write nothing
 /// shared.
@@ -286,6 +309,33 @@ impl Classifier {
             lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead)
         };
         self.finish(k, b)
+    }
+
+    /// First matching rule that comes strictly after the rule of order
+    /// `after` ([`Rule::order`](super::Rule::order)) in precedence order:
+    /// the lookup that continues evaluation past a rule without a verdict
+    /// (see [`Classifier::chain`]). Scalar, and only run for packets whose
+    /// match has no verdict, so rule sets without such rules never pay
+    /// for it. Same structures as [`Classifier::classify`], with a lower
+    /// bound: base rules are in precedence order, so "after" is an index
+    /// (`lo`) there, and an order comparison in the overlay.
+    pub fn classify_after(&self, k: &Key, after: u64) -> Option<&RuleEntry> {
+        let dead = self.dead();
+        let lo = self.base.orders.partition_point(|&o| o <= after) as u32;
+        let b = if k.is_v6 {
+            lookup_trees_from(&self.base.v6, &point6(k), exact_word(k), dead, lo)
+        } else {
+            lookup_trees_from(&self.base.v4, &point4(k), exact_word(k), dead, lo)
+        };
+        let base = b.map(|i| &*self.base.entries[i as usize]);
+        if self.overlay.is_empty() {
+            return base;
+        }
+        let bound = b.map_or(u64::MAX, |i| self.base.orders[i as usize]);
+        match self.overlay.lookup_after(k, after, bound) {
+            Some(r) => Some(&r.entry),
+            None => base,
+        }
     }
 
     /// Classify a burst: `out[i] = classify(&keys[i])`.
@@ -812,6 +862,7 @@ impl RuleEntry {
     fn new(rule: Rule, slot: Slot) -> Self {
         RuleEntry {
             order: rule.order(),
+            verdict: rule.has_verdict(),
             compiled: Compiled::new(&rule.matches),
             rule,
             slot,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::reference::first_match;
+use super::reference::{effective, first_match};
 use super::*;
 
 // ---------- generators ----------
@@ -102,16 +102,34 @@ fn rule_match() -> impl Strategy<Value = RuleMatch> {
         )
 }
 
-fn rule_body() -> impl Strategy<Value = (u32, RuleMatch)> {
-    (0u32..12, rule_match())
+/// Priority, match, and which action list ([`actions_of`]).
+type Body = (u32, RuleMatch, u8);
+
+fn rule_body() -> impl Strategy<Value = Body> {
+    (0u32..12, rule_match(), 0u8..6)
 }
 
-fn mk_rule(id: RuleId, (priority, matches): (u32, RuleMatch)) -> Rule {
+/// Half without a verdict (evaluation goes on past them), half with one.
+fn actions_of(id: RuleId, kind: u8) -> Vec<Action> {
+    match kind {
+        0 => vec![Action::Mark { mark: id }],
+        1 => vec![Action::Count, Action::Mirror { port: id as u16 }],
+        2 => vec![Action::SetDscp { dscp: 1 }, Action::Mark { mark: id }],
+        3 => vec![Action::Mark { mark: id }, Action::Permit],
+        4 => vec![Action::Count, Action::Drop],
+        _ => vec![Action::Police {
+            rate: PoliceRate::Pps(10),
+            burst: 1,
+        }],
+    }
+}
+
+fn mk_rule(id: RuleId, (priority, matches, kind): Body) -> Rule {
     Rule {
         id,
         priority,
         matches,
-        actions: vec![Action::Mark { mark: id }],
+        actions: actions_of(id, kind),
     }
 }
 
@@ -210,15 +228,24 @@ fn check_version(
         if let Some(e) = got {
             prop_assert_eq!(e.rule(), &rules[&e.id()]);
         }
+        // The whole evaluation: rules without a verdict, then the decider.
+        let (want, want_cut) = effective(rules.values(), k);
+        let want: Vec<RuleId> = want.iter().map(|r| r.id).collect();
+        let chain = c.chain(k, *got);
+        let ids: Vec<RuleId> = chain.rules().map(|e| e.id()).collect();
+        prop_assert_eq!(&ids, &want, "chain {:?}", k);
+        prop_assert_eq!(chain.cut(), want_cut, "cut {:?}", k);
+        let ids: Vec<RuleId> = c.evaluate(k).rules().map(|e| e.id()).collect();
+        prop_assert_eq!(&ids, &want, "evaluate {:?}", k);
     }
     Ok(())
 }
 
 #[derive(Clone, Debug)]
 enum OpSeed {
-    Insert((u32, RuleMatch)),
+    Insert(Body),
     Delete(usize),
-    Replace(usize, (u32, RuleMatch)),
+    Replace(usize, Body),
     /// Delete of an id that does not exist: the whole batch must fail.
     Bogus,
 }
@@ -358,6 +385,53 @@ proptest! {
         for (v, rs) in &history {
             check_version(v, rs, &keys)?;
         }
+    }
+
+    /// Many overlapping rules, most without a verdict, so chains are long
+    /// and some are cut: a base built from part of the set, the rest (and
+    /// replacements, deletions) in the overlay.
+    #[test]
+    fn chains_match_reference_across_base_and_overlay(
+        bodies in prop::collection::vec((0u32..4, rule_match(), prop::sample::select(vec![0u8, 0, 1, 2, 2, 3, 4, 5])), 1..80),
+        later in prop::collection::vec((0u32..4, rule_match(), 0u8..6), 0..30),
+        deletes in prop::collection::vec(any::<usize>(), 0..10),
+        keys in prop::collection::vec(key(), 1..120),
+    ) {
+        let mut w = ClassifierWriter::new(Config {
+            overlay_hard_limit: usize::MAX,
+            sync_rebuild_batch: usize::MAX,
+            ..small_cfg()
+        });
+        let mut rules: BTreeMap<RuleId, Rule> = BTreeMap::new();
+        for (i, b) in bodies.into_iter().enumerate() {
+            rules.insert(i as u32, mk_rule(i as u32, b));
+        }
+        let batch: Vec<Update> = rules.values().cloned().map(Update::Insert).collect();
+        w.apply(&batch).unwrap();
+        let base = w.compact();
+        prop_assert_eq!(base.stats().overlay_rules, 0);
+        check_version(&base, &rules, &keys)?;
+        // After the rebuild: inserts, replacements (of base rules) and
+        // deletions, all in the overlay and the dead set.
+        let mut batch = Vec::new();
+        let n = rules.len() as u32;
+        for (j, b) in later.into_iter().enumerate() {
+            let id = if j % 2 == 0 { 1000 + j as u32 } else { j as u32 % n };
+            let r = mk_rule(id, b);
+            batch.push(if rules.contains_key(&id) { Update::Replace(r.clone()) } else { Update::Insert(r.clone()) });
+            rules.insert(id, r);
+        }
+        for d in deletes {
+            let ids: Vec<RuleId> = rules.keys().copied().collect();
+            if let Some(&id) = ids.get(d % ids.len().max(1)) {
+                rules.remove(&id);
+                batch.push(Update::Delete(id));
+            }
+        }
+        let v = w.apply(&batch).unwrap().version;
+        check_version(&v, &rules, &keys)?;
+        // The same rule set, fully rebuilt, answers the same.
+        check_version(&w.compact(), &rules, &keys)?;
     }
 
     #[test]
