@@ -99,6 +99,10 @@
 //!   same VM: 31-37 ns and 45-58 ns, so this is 1.2-1.9x slower -- the one
 //!   goal not met. Tuple space alone (the same overlay code holding every
 //!   rule): 110-690 ns/packet, 35-71 tuples.
+//! * Rules without a verdict (issue 11 runs in `bench-results/acl.md`):
+//!   the worker's evaluation costs the lookup plus one scalar
+//!   `classify_after` (~150-250 ns) per matched rule without a verdict;
+//!   with none in the set the difference is within the noise (69 vs 67 ns).
 //! * Build of 10k rules 9-37 ms (rte_acl 340-2600 ms); 50k: 100-160 ms.
 //!   Single-rule insert p99 ~4 us, delete p99 < 1 us; 100k updates in one
 //!   batch (50k-rule set, full reload) 90-220 ms. Lookup structures
