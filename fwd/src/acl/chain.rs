@@ -14,7 +14,9 @@ use super::rule::Key;
 use super::{Classifier, RuleEntry};
 
 /// Most rules without a verdict one packet's evaluation applies. It bounds
-/// a lookup at `MAX_CONTINUE + 2` tree descents whatever the rule set.
+/// an evaluation at `MAX_CONTINUE + 1` lookups (the first, then one
+/// [`Classifier::classify_after`] per rule without a verdict), whatever
+/// the rule set.
 pub const MAX_CONTINUE: usize = 8;
 
 /// The rules one packet's evaluation applies, in precedence order: the

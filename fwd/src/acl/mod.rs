@@ -23,8 +23,8 @@
 //!   lower-precedence one is what the packet leaves with. Bound: at most
 //!   [`MAX_CONTINUE`] (8) rules without a verdict apply to one packet; if
 //!   one more matches, evaluation stops there as if permitted (the caller
-//!   counts the event), so no rule set makes a lookup cost more than 10
-//!   tree lookups. [`Classifier::chain`] returns that list ([`Chain`]),
+//!   counts the event), so no rule set makes an evaluation cost more than
+//!   9 lookups. [`Classifier::chain`] returns that list ([`Chain`]),
 //!   [`effective`] is its definition.
 //! * **Versions** ([`Classifier`]) are immutable and persistent. The control
 //!   thread's [`ClassifierWriter::apply`] turns a batch of [`Update`]s into a
