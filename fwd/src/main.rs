@@ -202,7 +202,7 @@ fn run() -> Result<()> {
     };
     let mut acl_writer = fwd::acl::ClassifierWriter::new(fwd::acl::Config::default());
     let (rule_counter_set, mut rule_counter_writers) =
-        fwd::acl::CounterSet::new(cfg.workers.len(), acl_writer.config().capacity as usize);
+        fwd::acl::CounterSet::new(cfg.workers.len(), acl_writer.config().slots() as usize);
     // A saved running state supersedes the config's tables once it exists.
     let startup = match &cfg.control.load {
         Some(p) if p.exists() => fwd::control::Startup::Saved(p),

@@ -133,10 +133,13 @@ pub enum Event {
     MirrorFailed,
     /// Packets handed to the host thread for the port's kernel interface.
     Punted,
+    /// Rule evaluations cut after `acl::MAX_CONTINUE` matched rules without
+    /// a verdict, one more matching: the packet went on as if permitted.
+    AclChainCut,
 }
 
 impl Event {
-    pub const ALL: [Event; 10] = [
+    pub const ALL: [Event; 11] = [
         Event::Replies,
         Event::IcmpErrors,
         Event::IcmpSuppressed,
@@ -147,6 +150,7 @@ impl Event {
         Event::Injected,
         Event::MirrorFailed,
         Event::Punted,
+        Event::AclChainCut,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -162,6 +166,7 @@ impl Event {
             Event::Injected => "injected",
             Event::MirrorFailed => "mirror_failed",
             Event::Punted => "punted",
+            Event::AclChainCut => "acl_chain_cut",
         }
     }
 }

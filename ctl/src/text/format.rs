@@ -41,7 +41,9 @@ impl Display for Change {
     }
 }
 
-/// `[id N] prio P MATCH action ACTIONS`
+/// `[id N] prio P MATCH action ACTIONS [continue]`: `continue` ends the
+/// list of a rule without a verdict ([`Rule::continues`]), so a `count` or
+/// `mirror` rule cannot be read as the end of evaluation.
 impl Display for Rule {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         if let Some(id) = self.id {
@@ -54,6 +56,9 @@ impl Display for Rule {
         f.write_str(" action")?;
         for a in &self.actions {
             write!(f, " {a}")?;
+        }
+        if self.continues() {
+            f.write_str(" continue")?;
         }
         Ok(())
     }

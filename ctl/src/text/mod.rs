@@ -39,6 +39,9 @@ Commands (OBJECT VERB ARGS; a missing VERB means show):
               | table N | police rate 10mbit|1000pps burst 64k|N
               | set-dscp N | mark N
       A lower prio wins; ties go to the lower id. Without /MASK a value is exact.
+      permit, drop, redirect, nexthop, table and police are verdicts: the first
+      matching rule with one decides. A rule with only count, mirror, set-dscp
+      or mark applies them and evaluation goes on (shown ending in 'continue').
 
   route add|replace PREFIX [table N] TARGET
   route del PREFIX [table N] [TARGET]

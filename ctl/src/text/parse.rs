@@ -827,11 +827,37 @@ fn rule_spec(w: &mut Words<'_, '_>) -> Result<Rule, ParseError> {
     })
 }
 
-/// The words after `action`: actions until the end of the command.
+/// The words after `action`: actions until the end of the command. A last
+/// word `continue` is the printed marker of a rule without a verdict
+/// ([`Rule::continues`]); it adds nothing, and is refused where it would
+/// be false.
 fn actions_list(w: &mut Words<'_, '_>, out: &mut Vec<Action>) -> Result<(), ParseError> {
     while let Some(k) = w.next() {
         let a = match k {
             "action" | "actions" => continue,
+            "continue" => {
+                if let Some(after) = w.next() {
+                    return Err(ParseError::new(
+                        format!(
+                            "{}: '{after}' after 'continue' (it must end the action list)",
+                            w.ctx
+                        ),
+                        Some(after),
+                    ));
+                }
+                if out.is_empty() || out.iter().any(Action::is_verdict) {
+                    return Err(ParseError::new(
+                        format!(
+                            "{}: 'continue' is only for rules without a verdict \
+                             (only count, mirror, set-dscp, mark): permit, drop, redirect, \
+                             nexthop, table and police end evaluation",
+                            w.ctx
+                        ),
+                        Some(k),
+                    ));
+                }
+                return Ok(());
+            }
             "permit" | "accept" | "pass" => Action::Permit,
             "drop" | "deny" | "discard" => Action::Drop,
             "count" => Action::Count,

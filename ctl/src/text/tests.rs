@@ -344,6 +344,44 @@ fn rules() {
 }
 
 #[test]
+fn rules_without_a_verdict_print_and_parse_continue() {
+    // `continue` is a printed marker: with or without it the rule is the same.
+    let marked = chg("rule add prio 10 action count mirror p3 continue");
+    assert_eq!(marked, chg("rule add prio 10 action count mirror p3"));
+    let Change::RuleAdd(r) = &marked else {
+        panic!("not an add: {marked:?}")
+    };
+    assert!(r.continues());
+    assert_eq!(
+        chg("rule add prio 10 action count").to_string(),
+        "rule add prio 10 action count continue"
+    );
+    // A verdict (police included) never prints it.
+    for verdict in [
+        "permit",
+        "drop",
+        "redirect p2",
+        "nexthop 1",
+        "table 2",
+        "police rate 1mbit burst 1500",
+    ] {
+        let line = format!("rule add prio 10 action count {verdict}");
+        assert_eq!(chg(&line).to_string(), line);
+    }
+}
+
+#[test]
+fn continue_is_refused_where_it_would_lie() {
+    bad("rule add prio 10 action drop continue", "continue");
+    bad(
+        "rule add prio 10 action count police rate 1mbit burst 1 continue",
+        "continue",
+    );
+    bad("rule add prio 10 action continue", "continue");
+    bad("rule add prio 10 action count continue mark 3", "mark");
+}
+
+#[test]
 fn bad_rules_name_the_word() {
     bad("rule add prio 10 dport 90-80 action drop", "90-80");
     bad("rule add prio 10 dport 70000 action drop", "70000");
@@ -616,6 +654,8 @@ fn canonical_text_round_trips() {
         "rule add prio 3 proto 99 action police rate 1500pps burst 10 nexthop 4",
         "rule add prio 3 proto 4/0x0f action police rate 1234567bit burst 1 permit",
         "rule add prio 0 action drop",
+        "rule add prio 10 action count continue",
+        "rule add prio 10 dport 22 action mirror p3 set-dscp 0 mark 1 continue",
         "rule replace id 7 prio 3 tcp_flags 0x12 action permit",
         "rule del id 7",
         "rule flush",

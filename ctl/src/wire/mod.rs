@@ -341,8 +341,19 @@ pub struct Rule {
     #[serde(rename = "match", default, skip_serializing_if = "RuleMatch::is_any")]
     pub matches: RuleMatch,
     /// Applied in order; a terminal action (permit, drop, redirect) ends the
-    /// list. Never empty.
+    /// list. Never empty. Without a verdict ([`Rule::continues`]) the
+    /// packet goes on to the next matching rule.
     pub actions: Vec<Action>,
+}
+
+impl Rule {
+    /// True when the rule has no verdict ([`Action::is_verdict`]): a packet
+    /// it matches gets its actions and goes on to the next matching rule
+    /// (the daemon's `acl::Rule::has_verdict`, negated; an empty list is
+    /// permit, a verdict).
+    pub fn continues(&self) -> bool {
+        !self.actions.is_empty() && !self.actions.iter().any(Action::is_verdict)
+    }
 }
 
 /// What a rule matches; every absent field is a wildcard.
@@ -409,11 +420,11 @@ pub enum Action {
     Permit,
     /// Terminal.
     Drop,
-    /// Count only (every rule counts anyway); continues.
+    /// Count only (every rule counts anyway); no verdict.
     Count,
     /// Terminal: out of this port, bypassing routing.
     Redirect(String),
-    /// A copy out of this port; continues.
+    /// A copy out of this port; no verdict.
     Mirror(String),
     /// Policy routing: forward via this next hop (or group) id.
     Nexthop(u32),
@@ -425,6 +436,23 @@ pub enum Action {
     SetDscp(u8),
     /// Set the packet mark.
     Mark(u32),
+}
+
+impl Action {
+    /// Decides the packet's fate, so it ends rule evaluation: permit, drop,
+    /// redirect, nexthop, table and police (pass or drop). The others
+    /// (count, mirror, set-dscp, mark) apply and evaluation goes on.
+    pub fn is_verdict(&self) -> bool {
+        matches!(
+            self,
+            Action::Permit
+                | Action::Drop
+                | Action::Redirect(_)
+                | Action::Nexthop(_)
+                | Action::Table(_)
+                | Action::Police(_)
+        )
+    }
 }
 
 /// Token-bucket policer.

@@ -109,6 +109,29 @@ fn lookup_trees<const D: usize, const B: usize>(
     (best != u32::MAX).then_some(best)
 }
 
+/// Best base index over a family's trees among indexes `>= lo` (rules
+/// after a given one in precedence order).
+#[inline]
+fn lookup_trees_from<const D: usize, const B: usize>(
+    trees: &[Tree<D, B>],
+    p: &[i32; D],
+    ex: u64,
+    dead: Option<&[u64]>,
+    lo: u32,
+) -> Option<u32> {
+    let mut best = u32::MAX;
+    for t in trees {
+        if t.first_idx() >= best {
+            break;
+        }
+        let leaf = t.descend(p);
+        if let Some(i) = t.scan_leaf_from(leaf, p, ex, dead, lo, best) {
+            best = i;
+        }
+    }
+    (best != u32::MAX).then_some(best)
+}
+
 /// One immutable version of the classifier. Cheap to clone (a few `Arc`s);
 /// `Send + Sync`; lookups allocate nothing, take no lock and write nothing
 /// shared.
@@ -288,6 +311,33 @@ impl Classifier {
         self.finish(k, b)
     }
 
+    /// First matching rule that comes strictly after the rule of order
+    /// `after` ([`Rule::order`](super::Rule::order)) in precedence order:
+    /// the lookup that continues evaluation past a rule without a verdict
+    /// (see [`Classifier::chain`]). Scalar, and only run for packets whose
+    /// match has no verdict, so rule sets without such rules never pay
+    /// for it. Same structures as [`Classifier::classify`], with a lower
+    /// bound: base rules are in precedence order, so "after" is an index
+    /// (`lo`) there, and an order comparison in the overlay.
+    pub fn classify_after(&self, k: &Key, after: u64) -> Option<&RuleEntry> {
+        let dead = self.dead();
+        let lo = self.base.orders.partition_point(|&o| o <= after) as u32;
+        let b = if k.is_v6 {
+            lookup_trees_from(&self.base.v6, &point6(k), exact_word(k), dead, lo)
+        } else {
+            lookup_trees_from(&self.base.v4, &point4(k), exact_word(k), dead, lo)
+        };
+        let base = b.map(|i| &*self.base.entries[i as usize]);
+        if self.overlay.is_empty() {
+            return base;
+        }
+        let bound = b.map_or(u64::MAX, |i| self.base.orders[i as usize]);
+        match self.overlay.lookup_after(k, after, bound) {
+            Some(r) => Some(&r.entry),
+            None => base,
+        }
+    }
+
     /// Classify a burst: `out[i] = classify(&keys[i])`.
     ///
     /// IPv4 keys descend the tree in interleaved groups so the node loads of
@@ -396,10 +446,18 @@ pub enum UpdateError {
     DuplicateId(RuleId),
     #[error("rule {0} does not exist")]
     UnknownId(RuleId),
-    #[error(
-        "no free rule slot (capacity {0}; retired slots are reusable only after release_slots)"
-    )]
+    /// The batch would make more than [`Config::capacity`] rules live (at
+    /// this update, counting the batch's deletes before it).
+    #[error("more than {0} rules (the rule capacity)")]
     Capacity(u32),
+    /// Every slot is live or retired by a batch whose older versions are
+    /// not reclaimed yet: only after a second full swap in a row, before
+    /// reclamation. Retrying once the workers have moved on succeeds.
+    #[error(
+        "no free rule slot: {retired} slots of deleted rules wait until the versions \
+         that used them are reclaimed; retry"
+    )]
+    SlotsPending { retired: u32 },
 }
 
 /// A refused batch: nothing of it was applied.
@@ -414,7 +472,9 @@ pub struct BatchError {
 /// Writer configuration.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
-    /// Slots `0..capacity` (size the [`CounterSet`] with the same number).
+    /// Most live rules. Slots are `0..2 * capacity` ([`Config::slots`];
+    /// size the [`CounterSet`] with that): a batch can replace every rule
+    /// while the old rules' slots are still retired.
     pub capacity: u32,
     pub tree: TreeParams,
     /// [`ClassifierWriter::needs_rebuild`] turns true above this many overlay
@@ -435,6 +495,18 @@ impl Default for Config {
             overlay_hard_limit: 1024,
             sync_rebuild_batch: 2048,
         }
+    }
+}
+
+impl Config {
+    /// Size of the slot space: twice [`Config::capacity`], so that an
+    /// atomic swap of a full rule set (flush plus `capacity` inserts in one
+    /// batch) finds fresh slots while the deleted rules' slots wait for
+    /// reclamation. Slots cannot be reused within the batch: workers still
+    /// on the older version keep counting (and policing) on them until
+    /// they pass a quiescent point, and the new rule must start at zero.
+    pub fn slots(&self) -> u32 {
+        self.capacity.saturating_mul(2)
     }
 }
 
@@ -634,7 +706,8 @@ impl ClassifierWriter {
             None => self.rules.contains_key(&id),
         };
         let mut slots_left =
-            self.free.len() as u64 + (self.cfg.capacity as u64 - self.next_slot as u64);
+            self.free.len() as u64 + (u64::from(self.cfg.slots()) - u64::from(self.next_slot));
+        let mut live = self.rules.len() as u64;
         for (index, u) in batch.iter().enumerate() {
             let err = |error| Err(BatchError { index, error });
             match u {
@@ -649,10 +722,19 @@ impl ClassifierWriter {
                         _ => {}
                     }
                     if is_insert {
-                        if slots_left == 0 {
+                        if live >= u64::from(self.cfg.capacity) {
                             return err(UpdateError::Capacity(self.cfg.capacity));
                         }
+                        if slots_left == 0 {
+                            // Neither live nor free: retired, not released.
+                            let retired =
+                                self.next_slot as usize - self.free.len() - self.rules.len();
+                            return err(UpdateError::SlotsPending {
+                                retired: retired as u32,
+                            });
+                        }
                         slots_left -= 1;
+                        live += 1;
                     }
                     pending.insert(r.id, Presence::Present);
                 }
@@ -661,6 +743,7 @@ impl ClassifierWriter {
                         return err(UpdateError::UnknownId(*id));
                     }
                     pending.insert(*id, Presence::Absent);
+                    live -= 1;
                 }
             }
         }
@@ -779,6 +862,7 @@ impl RuleEntry {
     fn new(rule: Rule, slot: Slot) -> Self {
         RuleEntry {
             order: rule.order(),
+            verdict: rule.has_verdict(),
             compiled: Compiled::new(&rule.matches),
             rule,
             slot,

@@ -6,12 +6,26 @@
 //!   (**lower value = higher precedence**, ties broken by lower id), a
 //!   [`RuleMatch`] on src/dst prefix (v4, v6, or family-agnostic when both
 //!   are wildcards), protocol value/mask, src/dst port ranges, ingress port,
-//!   VLAN, DSCP and TCP-flags value/mask, and an action list. The first
-//!   (highest-precedence) matching rule wins and its whole action list is
-//!   applied in order; lists end in at most one terminal action
-//!   (Permit/Drop/Redirect), implicit Permit otherwise. Validation rejects
-//!   (never normalises) host bits, out-of-range values and contradictory
-//!   action lists ([`RuleError`]).
+//!   VLAN, DSCP and TCP-flags value/mask, and an action list; lists end in
+//!   at most one terminal action (Permit/Drop/Redirect). Validation
+//!   rejects (never normalises) host bits, out-of-range values and
+//!   contradictory action lists ([`RuleError`]).
+//! * **Evaluation** (iptables / nftables semantics): a rule *has a verdict*
+//!   ([`Rule::has_verdict`]) when its list holds Permit, Drop, Redirect,
+//!   SetNextHop, SetTable or Police (which passes or drops), or is empty
+//!   (= Permit). A rule without one (only Count, Mirror, SetDscp, Mark)
+//!   does not end evaluation. Matching rules are taken in precedence
+//!   order: each one's actions apply, in list order, and its counter
+//!   counts the packet; the first one with a verdict ends evaluation (its
+//!   actions are the last applied); if none matches, the default is Permit
+//!   (to routing). Because everything applies in precedence order, two
+//!   mirrors send two copies and of two SetDscp (or Mark) the later,
+//!   lower-precedence one is what the packet leaves with. Bound: at most
+//!   [`MAX_CONTINUE`] (8) rules without a verdict apply to one packet; if
+//!   one more matches, evaluation stops there as if permitted (the caller
+//!   counts the event), so no rule set makes an evaluation cost more than
+//!   9 lookups. [`Classifier::chain`] returns that list ([`Chain`]),
+//!   [`effective`] is its definition.
 //! * **Versions** ([`Classifier`]) are immutable and persistent. The control
 //!   thread's [`ClassifierWriter::apply`] turns a batch of [`Update`]s into a
 //!   new `Arc<Classifier>` that shares every untouched part with the previous
@@ -21,12 +35,23 @@
 //! * **Lookups** ([`Classifier::classify`], [`Classifier::classify_burst`])
 //!   read immutable memory only: no allocation, no lock, no atomic, no write
 //!   to shared memory. A match is a `&RuleEntry` (8 bytes), giving the
-//!   rule's [`Slot`] (for counters) and its action list.
+//!   rule's [`Slot`] (for counters), its action list and
+//!   [`RuleEntry::has_verdict`]. Only a match without a verdict costs more:
+//!   [`Classifier::chain`] continues with scalar
+//!   [`Classifier::classify_after`] lookups (the same trees and overlay,
+//!   with a lower bound on the precedence), so rule sets without such
+//!   rules pay one well-predicted branch per packet.
 //! * **Counters** ([`CounterSet`], [`CounterWriter`]): per worker, per slot,
 //!   single writer, summed on read; `last_used` stored at most once per tick.
 //!   Slots of deleted rules ([`Applied::retired_slots`]) are reused only after
 //!   the control side calls [`ClassifierWriter::release_slots`] once the
-//!   versions that referenced them are reclaimed.
+//!   versions that referenced them are reclaimed (a worker on an older
+//!   version still counts and polices on them). So there are
+//!   [`Config::slots`] = 2 x [`Config::capacity`] slots: live rules are
+//!   bounded by the capacity, and an atomic swap of a full set (flush plus
+//!   `capacity` inserts, one batch) takes fresh slots. A second full swap
+//!   before the first one's slots are released is refused with
+//!   [`UpdateError::SlotsPending`] (retry after reclamation).
 //!
 //! # Design: tree base + tuple-space overlay (an LSM-like hybrid)
 //!
@@ -74,6 +99,10 @@
 //!   same VM: 31-37 ns and 45-58 ns, so this is 1.2-1.9x slower -- the one
 //!   goal not met. Tuple space alone (the same overlay code holding every
 //!   rule): 110-690 ns/packet, 35-71 tuples.
+//! * Rules without a verdict (issue 11 runs in `bench-results/acl.md`):
+//!   the worker's evaluation costs the lookup plus one scalar
+//!   `classify_after` (~150-250 ns) per matched rule without a verdict;
+//!   with none in the set the difference is within the noise (69 vs 67 ns).
 //! * Build of 10k rules 9-37 ms (rte_acl 340-2600 ms); 50k: 100-160 ms.
 //!   Single-rule insert p99 ~4 us, delete p99 < 1 us; 100k updates in one
 //!   batch (50k-rule set, full reload) 90-220 ms. Lookup structures
@@ -88,6 +117,7 @@
 //! random header; no `unsafe` is allowed here, so there is no software
 //! prefetch or runtime SIMD dispatch (rte_acl uses both).
 
+mod chain;
 mod classbench;
 mod classifier;
 mod compiled;
@@ -100,13 +130,14 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
+pub use chain::{Chain, MAX_CONTINUE};
 pub use classbench::{parse_rules, parse_trace, ParseError, TraceEntry, TraceTag};
 pub use classifier::{
     Applied, BatchError, Classifier, ClassifierStats, ClassifierWriter, Config, RebuildJob,
     Rebuilt, Update, UpdateError,
 };
 pub use counters::{CounterSet, CounterWriter, RuleStats};
-pub use reference::{first_match, Linear};
+pub use reference::{effective, first_match, Linear};
 pub use rule::{
     order_key, validate_actions, Action, Family, IpPrefix, Key, Masked8, PoliceRate, PortRange,
     Rule, RuleError, RuleId, RuleMatch, MAX_ACTIONS, VLAN_NONE,
@@ -122,6 +153,8 @@ pub struct RuleEntry {
     rule: Rule,
     slot: Slot,
     order: u64,
+    /// [`Rule::has_verdict`], cached: tested for every match.
+    verdict: bool,
     compiled: compiled::Compiled,
 }
 
@@ -143,6 +176,19 @@ impl RuleEntry {
     /// The action list to apply (empty = Permit).
     pub fn actions(&self) -> &[Action] {
         &self.rule.actions
+    }
+
+    /// True when a match of this rule ends evaluation
+    /// ([`Rule::has_verdict`]); false for count / mirror / set-dscp / mark
+    /// rules, after which [`Classifier::chain`] goes on.
+    #[inline(always)]
+    pub fn has_verdict(&self) -> bool {
+        self.verdict
+    }
+
+    /// Precedence key ([`Rule::order`]): smaller comes first.
+    pub fn order(&self) -> u64 {
+        self.order
     }
 }
 

@@ -176,6 +176,26 @@ impl Tuple {
     }
 }
 
+impl Tuple {
+    /// [`Tuple::lookup`] over rules with order in `(after, bound)`.
+    #[inline]
+    fn lookup_after(&self, k: &Key, ports: u64, after: u64, bound: u64) -> Option<&OvRule> {
+        let nb = self.heads.len() - 1;
+        let b = (self.hash(k.src, k.dst, ports) & (nb as u64 - 1)) as usize;
+        let (s, e) = (self.heads[b] as usize, self.heads[b + 1] as usize);
+        for &i in &self.slots[s..e] {
+            let r = &self.rules[i as usize];
+            if r.order >= bound {
+                return None;
+            }
+            if r.order > after && r.c.matches(k) {
+                return Some(r);
+            }
+        }
+        None
+    }
+}
+
 /// The overlay of one version.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Overlay {
@@ -232,6 +252,34 @@ impl Overlay {
                 continue;
             }
             if let Some(r) = t.lookup(k, ports, bound) {
+                bound = r.order;
+                best = Some(r);
+            }
+        }
+        best
+    }
+
+    /// Best match with order in `(after, bound)`: the continued lookup
+    /// after a rule without a verdict. Tuples are still pruned by their
+    /// best rule against `bound`; within a tuple, rules up to `after` are
+    /// skipped.
+    pub fn lookup_after(&self, k: &Key, after: u64, bound: u64) -> Option<&OvRule> {
+        let ports = k.sport as u64 | (k.dport as u64) << 16 | (k.proto as u64) << 32;
+        let mut best: Option<&OvRule> = None;
+        let mut bound = bound;
+        for t in &self.tuples {
+            if t.best() >= bound {
+                break;
+            }
+            let fam_ok = match t.sig.fam {
+                0 => true,
+                4 => !k.is_v6,
+                _ => k.is_v6,
+            };
+            if !fam_ok || t.rules.last().is_none_or(|r| r.order <= after) {
+                continue;
+            }
+            if let Some(r) = t.lookup_after(k, ports, after, bound) {
                 bound = r.order;
                 best = Some(r);
             }

@@ -1,6 +1,7 @@
 //! Linear-scan reference classifier: the definition the fast structures are
 //! tested against, and a baseline in the benchmark.
 
+use super::chain::MAX_CONTINUE;
 use super::compiled::Compiled;
 use super::rule::{Key, Rule};
 
@@ -37,4 +38,26 @@ pub fn first_match<'a>(rules: impl IntoIterator<Item = &'a Rule>, k: &Key) -> Op
         .into_iter()
         .filter(|r| r.matches.matches(k))
         .min_by_key(|r| r.order())
+}
+
+/// The definitional evaluation of `k`: the rules it applies, in precedence
+/// order (the matched rules without a verdict, then the first matched rule
+/// with one), and whether it was cut at [`MAX_CONTINUE`] rules without a
+/// verdict (a further one matched). What [`super::Classifier::chain`] must
+/// return.
+pub fn effective<'a>(rules: impl IntoIterator<Item = &'a Rule>, k: &Key) -> (Vec<&'a Rule>, bool) {
+    let mut matched: Vec<&Rule> = rules.into_iter().filter(|r| r.matches.matches(k)).collect();
+    matched.sort_by_key(|r| r.order());
+    let mut applied = Vec::new();
+    for r in matched {
+        if r.has_verdict() {
+            applied.push(r);
+            return (applied, false);
+        }
+        if applied.len() == MAX_CONTINUE {
+            return (applied, true);
+        }
+        applied.push(r);
+    }
+    (applied, false)
 }

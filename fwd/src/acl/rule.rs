@@ -192,6 +192,28 @@ pub enum Action {
 }
 
 impl Action {
+    /// Decides the packet's fate, so the first matching rule with such an
+    /// action ends evaluation: Permit, Drop, Redirect, SetNextHop and
+    /// SetTable (policy routing), Police (passes or drops). Count, Mirror,
+    /// SetDscp and Mark are not verdicts. (`ctl::wire::Action::is_verdict`
+    /// is the same list on the wire side.)
+    pub fn is_verdict(self) -> bool {
+        match self {
+            Action::Permit
+            | Action::Drop
+            | Action::Redirect { .. }
+            | Action::SetNextHop { .. }
+            | Action::SetTable { .. }
+            | Action::Police { .. } => true,
+            Action::Count
+            | Action::Mirror { .. }
+            | Action::SetDscp { .. }
+            | Action::Mark { .. } => false,
+        }
+    }
+
+    /// Must be last in a list (nothing can follow it). Every terminal
+    /// action is a verdict; not every verdict is terminal.
     fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -222,8 +244,10 @@ pub struct Rule {
     /// Lower value = higher precedence; ties broken by lower `id`.
     pub priority: u32,
     pub matches: RuleMatch,
-    /// Applied in order when this rule is the first match. Empty = Permit.
-    /// At most one terminal action (Permit/Drop/Redirect), and only last.
+    /// Applied in order when this rule matches and evaluation reaches it.
+    /// Empty = Permit. At most one terminal action (Permit/Drop/Redirect),
+    /// and only last. Without a verdict ([`Rule::has_verdict`]) evaluation
+    /// goes on to the next matching rule.
     pub actions: Vec<Action>,
 }
 
@@ -231,6 +255,12 @@ impl Rule {
     /// Total order key: smaller wins.
     pub fn order(&self) -> u64 {
         order_key(self.priority, self.id)
+    }
+
+    /// True when a match ends evaluation: the list has a verdict
+    /// ([`Action::is_verdict`]) or is empty (= Permit).
+    pub fn has_verdict(&self) -> bool {
+        self.actions.is_empty() || self.actions.iter().any(|a| a.is_verdict())
     }
 }
 

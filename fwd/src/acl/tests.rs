@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::reference::first_match;
+use super::reference::{effective, first_match};
 use super::*;
 
 // ---------- generators ----------
@@ -102,16 +102,34 @@ fn rule_match() -> impl Strategy<Value = RuleMatch> {
         )
 }
 
-fn rule_body() -> impl Strategy<Value = (u32, RuleMatch)> {
-    (0u32..12, rule_match())
+/// Priority, match, and which action list ([`actions_of`]).
+type Body = (u32, RuleMatch, u8);
+
+fn rule_body() -> impl Strategy<Value = Body> {
+    (0u32..12, rule_match(), 0u8..6)
 }
 
-fn mk_rule(id: RuleId, (priority, matches): (u32, RuleMatch)) -> Rule {
+/// Half without a verdict (evaluation goes on past them), half with one.
+fn actions_of(id: RuleId, kind: u8) -> Vec<Action> {
+    match kind {
+        0 => vec![Action::Mark { mark: id }],
+        1 => vec![Action::Count, Action::Mirror { port: id as u16 }],
+        2 => vec![Action::SetDscp { dscp: 1 }, Action::Mark { mark: id }],
+        3 => vec![Action::Mark { mark: id }, Action::Permit],
+        4 => vec![Action::Count, Action::Drop],
+        _ => vec![Action::Police {
+            rate: PoliceRate::Pps(10),
+            burst: 1,
+        }],
+    }
+}
+
+fn mk_rule(id: RuleId, (priority, matches, kind): Body) -> Rule {
     Rule {
         id,
         priority,
         matches,
-        actions: vec![Action::Mark { mark: id }],
+        actions: actions_of(id, kind),
     }
 }
 
@@ -210,15 +228,24 @@ fn check_version(
         if let Some(e) = got {
             prop_assert_eq!(e.rule(), &rules[&e.id()]);
         }
+        // The whole evaluation: rules without a verdict, then the decider.
+        let (want, want_cut) = effective(rules.values(), k);
+        let want: Vec<RuleId> = want.iter().map(|r| r.id).collect();
+        let chain = c.chain(k, *got);
+        let ids: Vec<RuleId> = chain.rules().map(|e| e.id()).collect();
+        prop_assert_eq!(&ids, &want, "chain {:?}", k);
+        prop_assert_eq!(chain.cut(), want_cut, "cut {:?}", k);
+        let ids: Vec<RuleId> = c.evaluate(k).rules().map(|e| e.id()).collect();
+        prop_assert_eq!(&ids, &want, "evaluate {:?}", k);
     }
     Ok(())
 }
 
 #[derive(Clone, Debug)]
 enum OpSeed {
-    Insert((u32, RuleMatch)),
+    Insert(Body),
     Delete(usize),
-    Replace(usize, (u32, RuleMatch)),
+    Replace(usize, Body),
     /// Delete of an id that does not exist: the whole batch must fail.
     Bogus,
 }
@@ -360,6 +387,53 @@ proptest! {
         }
     }
 
+    /// Many overlapping rules, most without a verdict, so chains are long
+    /// and some are cut: a base built from part of the set, the rest (and
+    /// replacements, deletions) in the overlay.
+    #[test]
+    fn chains_match_reference_across_base_and_overlay(
+        bodies in prop::collection::vec((0u32..4, rule_match(), prop::sample::select(vec![0u8, 0, 1, 2, 2, 3, 4, 5])), 1..80),
+        later in prop::collection::vec((0u32..4, rule_match(), 0u8..6), 0..30),
+        deletes in prop::collection::vec(any::<usize>(), 0..10),
+        keys in prop::collection::vec(key(), 1..120),
+    ) {
+        let mut w = ClassifierWriter::new(Config {
+            overlay_hard_limit: usize::MAX,
+            sync_rebuild_batch: usize::MAX,
+            ..small_cfg()
+        });
+        let mut rules: BTreeMap<RuleId, Rule> = BTreeMap::new();
+        for (i, b) in bodies.into_iter().enumerate() {
+            rules.insert(i as u32, mk_rule(i as u32, b));
+        }
+        let batch: Vec<Update> = rules.values().cloned().map(Update::Insert).collect();
+        w.apply(&batch).unwrap();
+        let base = w.compact();
+        prop_assert_eq!(base.stats().overlay_rules, 0);
+        check_version(&base, &rules, &keys)?;
+        // After the rebuild: inserts, replacements (of base rules) and
+        // deletions, all in the overlay and the dead set.
+        let mut batch = Vec::new();
+        let n = rules.len() as u32;
+        for (j, b) in later.into_iter().enumerate() {
+            let id = if j % 2 == 0 { 1000 + j as u32 } else { j as u32 % n };
+            let r = mk_rule(id, b);
+            batch.push(if rules.contains_key(&id) { Update::Replace(r.clone()) } else { Update::Insert(r.clone()) });
+            rules.insert(id, r);
+        }
+        for d in deletes {
+            let ids: Vec<RuleId> = rules.keys().copied().collect();
+            if let Some(&id) = ids.get(d % ids.len().max(1)) {
+                rules.remove(&id);
+                batch.push(Update::Delete(id));
+            }
+        }
+        let v = w.apply(&batch).unwrap().version;
+        check_version(&v, &rules, &keys)?;
+        // The same rule set, fully rebuilt, answers the same.
+        check_version(&w.compact(), &rules, &keys)?;
+    }
+
     #[test]
     fn compiled_equals_definition(m in rule_match(), k in key()) {
         prop_assert_eq!(compiled::Compiled::new(&m).matches(&k), m.matches(&k));
@@ -413,16 +487,81 @@ fn batch_errors_are_atomic_and_named() {
         .unwrap();
     assert_eq!(a.retired_slots, vec![0]);
     assert_eq!(w.get(1).unwrap().slot(), 1);
-    // Capacity 3: slot 0 retired but not released, slot 1 used, 2 free.
-    w.apply(&[Update::Insert(r(5, 1))]).unwrap();
-    let e = w.apply(&[Update::Insert(r(6, 1))]).unwrap_err();
+    // Capacity 3 rules (6 slots): slot 0 retired but not released.
+    w.apply(&[Update::Insert(r(5, 1)), Update::Insert(r(6, 1))])
+        .unwrap();
+    let e = w.apply(&[Update::Insert(r(7, 1))]).unwrap_err();
     assert_eq!(e.error, UpdateError::Capacity(3));
-    let (set, mut wr) = CounterSet::new(1, 3);
+    let (set, mut wr) = CounterSet::new(1, w.config().slots() as usize);
     wr[0].hit(0, 10, 1);
     w.release_slots(&a.retired_slots, Some(&set));
     assert_eq!(set.read(0), RuleStats::default());
-    w.apply(&[Update::Insert(r(6, 1))]).unwrap();
-    assert_eq!(w.get(6).unwrap().slot(), 0);
+    w.apply(&[Update::Delete(6), Update::Insert(r(7, 1))])
+        .unwrap();
+    assert_eq!(w.get(7).unwrap().slot(), 0);
+}
+
+/// Rule `id` matching destination port `port` only.
+fn port_rule(id: RuleId, port: u16) -> Rule {
+    Rule {
+        matches: RuleMatch {
+            dport: PortRange::exact(port),
+            ..RuleMatch::default()
+        },
+        ..r(id, id)
+    }
+}
+
+/// Finding 14: flush + `capacity` inserts in one batch needs fresh slots
+/// while the old rules' slots are retired.
+#[test]
+fn a_full_capacity_rule_set_swaps_atomically() {
+    const CAP: u32 = 2000;
+    let mut w = ClassifierWriter::new(Config {
+        capacity: CAP,
+        ..Config::default()
+    });
+    let swap = |from: u32, to: u32| -> Vec<Update> {
+        (from..from + CAP)
+            .map(Update::Delete)
+            .chain((to..to + CAP).map(|id| Update::Insert(port_rule(id, (id - to) as u16))))
+            .collect()
+    };
+    let fill: Vec<Update> = (0..CAP)
+        .map(|id| Update::Insert(port_rule(id, id as u16)))
+        .collect();
+    w.apply(&fill).unwrap();
+    let e = w.apply(&[Update::Insert(port_rule(CAP, 1))]).unwrap_err();
+    assert_eq!(e.error, UpdateError::Capacity(CAP));
+
+    let first = w.apply(&swap(0, 10_000)).expect("a full swap in one batch");
+    assert_eq!(first.retired_slots.len(), CAP as usize);
+    let v = first.version.clone();
+    assert_eq!(v.len(), CAP as usize);
+    for p in [0u16, 1, 999, CAP as u16 - 1] {
+        let k = Key {
+            dport: p,
+            ..Key::default()
+        };
+        assert_eq!(v.classify(&k).map(|e| e.id()), Some(10_000 + u32::from(p)));
+    }
+    assert!(w.rules().all(|e| e.slot() < w.config().slots()));
+
+    // A second full swap before the first one's slots are released: a
+    // clear, retryable refusal naming the first insert; nothing changes.
+    let e = w.apply(&swap(10_000, 20_000)).unwrap_err();
+    assert_eq!(
+        e,
+        BatchError {
+            index: CAP as usize,
+            error: UpdateError::SlotsPending { retired: CAP }
+        }
+    );
+    assert!(Arc::ptr_eq(w.current(), &v));
+    // Once reclaimed, it goes through.
+    w.release_slots(&first.retired_slots, None);
+    let second = w.apply(&swap(10_000, 20_000)).expect("after release");
+    assert_eq!(second.version.len(), CAP as usize);
 }
 
 #[test]

@@ -543,6 +543,36 @@ impl<const D: usize, const B: usize> Tree<D, B> {
         (steps, checks)
     }
 
+    /// [`Tree::scan_leaf`] over base indexes in `lo..bound` only: the
+    /// continued lookup of a rule without a verdict. Separate so the first
+    /// lookup's loop keeps no lower bound to test.
+    #[inline]
+    pub fn scan_leaf_from(
+        &self,
+        leaf: usize,
+        p: &[i32; D],
+        ex: u64,
+        dead: Option<&[u64]>,
+        lo: u32,
+        bound: u32,
+    ) -> Option<u32> {
+        let list = self.leaf_list(leaf);
+        // Candidates are in base-index order.
+        let start = list.partition_point(|b| b.idx < lo);
+        for b in &list[start..] {
+            if b.idx >= bound {
+                return None;
+            }
+            if b.matches(p, ex) {
+                match dead {
+                    Some(dead) if dead[(b.idx >> 6) as usize] >> (b.idx & 63) & 1 != 0 => {}
+                    _ => return Some(b.idx),
+                }
+            }
+        }
+        None
+    }
+
     /// First live rule of leaf `leaf` matching the point with base index
     /// `< bound`.
     #[inline(always)]

@@ -165,6 +165,38 @@ fn lookup_ns2(c: &Classifier, keys: &[Key]) -> (f64, f64) {
     (best, mean)
 }
 
+/// Minimum ns/packet of one pass of the worker's evaluation: the burst
+/// lookup, then, for each match without a verdict, the continued chain
+/// (`Classifier::chain`), touching every applied rule.
+fn eval_ns(c: &Classifier, keys: &[Key]) -> f64 {
+    let mut out = [None; BURST];
+    let mut pass = || {
+        let mut acc = 0u64;
+        for chunk in keys.chunks(BURST) {
+            c.classify_burst(chunk, &mut out[..chunk.len()]);
+            for (k, m) in chunk.iter().zip(&out[..chunk.len()]) {
+                let Some(e) = *m else { continue };
+                if e.has_verdict() {
+                    acc += e.slot() as u64;
+                    continue;
+                }
+                for r in c.chain(k, Some(e)).rules() {
+                    acc += r.slot() as u64;
+                }
+            }
+        }
+        black_box(acc);
+    };
+    pass();
+    let mut best = f64::MAX;
+    for _ in 0..40 {
+        let t = Instant::now();
+        pass();
+        best = best.min(t.elapsed().as_nanos() as f64 / keys.len() as f64);
+    }
+    best
+}
+
 fn lookup_ns(c: &Classifier, keys: &[Key]) -> f64 {
     lookup_ns2(c, keys).0
 }
@@ -716,6 +748,48 @@ fn main() {
             lookup_ns(&v1, &acl1_keys),
             lookup_ns(&v0, &acl1_keys)
         );
+    }
+
+    // Evaluation past rules without a verdict (count-only rules).
+    {
+        let _ = writeln!(
+            md,
+            "\n## Rules without a verdict (lookup + chain, the worker's evaluation; min pass, ns/packet)\n"
+        );
+        let _ = writeln!(
+            md,
+            "| set | burst lookup only | lookup + chain | applied rules / packet |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|");
+        let count_every = |n: usize| -> Vec<Rule> {
+            acl1.iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let mut r = r.clone();
+                    if n > 0 && i % n == 0 {
+                        r.actions = vec![fwd::acl::Action::Count];
+                    }
+                    r
+                })
+                .collect()
+        };
+        for (name, every) in [
+            ("acl1_10k as is (every rule has a verdict)", 0),
+            ("acl1_10k, every 10th rule count-only", 10),
+            ("acl1_10k, every 2nd rule count-only", 2),
+            ("acl1_10k, every rule count-only (worst case)", 1),
+        ] {
+            let rules = count_every(every);
+            let (_w, v, _) = build(&rules, Config::default());
+            let applied: usize = acl1_keys.iter().map(|k| v.evaluate(k).len()).sum();
+            let _ = writeln!(
+                md,
+                "| {name} | {:.1} | {:.1} | {:.2} |",
+                lookup_ns(&v, &acl1_keys),
+                eval_ns(&v, &acl1_keys),
+                applied as f64 / acl1_keys.len() as f64
+            );
+        }
     }
 
     // ---------------- big batch ----------------

@@ -555,7 +555,11 @@ mod tests {
 
     fn lcore() -> (ControlLcore, qsbr::Reader<Tables>) {
         let acl = acl::ClassifierWriter::new(acl::Config::default());
-        let (counters, _) = acl::CounterSet::new(1, 1024);
+        let cfg = acl::Config {
+            capacity: 1024,
+            ..acl::Config::default()
+        };
+        let (counters, _) = acl::CounterSet::new(1, cfg.slots() as usize);
         let ports = vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)];
         let mut writer = qsbr::domain(
             Tables::empty(ports, acl.current().clone()),
@@ -564,10 +568,7 @@ mod tests {
         let reader = writer.register_reader("test-worker");
         let st = ControlState {
             writer,
-            acl: acl::ClassifierWriter::new(acl::Config {
-                capacity: 1024,
-                ..acl::Config::default()
-            }),
+            acl: acl::ClassifierWriter::new(cfg),
             counters,
             neigh: None,
             links: None,
@@ -665,6 +666,59 @@ mod tests {
             "nothing leaks into table 0"
         );
         assert_eq!(t.port_vrf(0), 5);
+    }
+
+    /// Issue 11, finding 14: `rule flush` plus `capacity` adds in one batch
+    /// (an atomic swap of a full rule set) works; a second one before the
+    /// workers have moved on is refused as `busy` and goes through once
+    /// they have.
+    #[test]
+    fn a_full_rule_set_swaps_in_one_batch() {
+        let (c, mut reader) = lcore();
+        let h = c.handle();
+        let set = |from: u32| -> Vec<Change> {
+            (from..from + 1024)
+                .map(|id| rule(id, (id - from) as u16))
+                .collect()
+        };
+        h.apply(set(1)).expect("fill to capacity");
+        let e = h.apply(vec![rule(5000, 1)]).unwrap_err();
+        assert_eq!(e.kind, wire::ErrorKind::TooLarge, "{e}");
+        let swap = |from: u32| {
+            let mut b = vec![Change::RuleFlush {}];
+            b.extend(set(from));
+            b
+        };
+        // The reader holds its snapshot: nothing can be reclaimed.
+        let held = reader.snapshot();
+        h.apply(swap(10_000)).expect("first swap");
+        let e = h.apply(swap(20_000)).unwrap_err();
+        assert_eq!(e.kind, wire::ErrorKind::Busy, "{e}");
+        assert_eq!(e.index, Some(2), "the first add: {e}");
+        drop(held);
+        // Once the worker reports, the first swap's slots are released
+        // (bounded wait: reclamation runs on the control thread).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            drop(reader.snapshot());
+            match h.apply(swap(20_000)) {
+                Ok(_) => break,
+                Err(e) if e.kind == wire::ErrorKind::Busy => {}
+                Err(e) => panic!("{e}"),
+            }
+            assert!(Instant::now() < deadline, "slots never released");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (_, t) = h.snapshot().unwrap();
+        assert_eq!(t.acl.len(), 1024);
+        let k = acl::Key {
+            dport: 7,
+            ..acl::Key::default()
+        };
+        assert_eq!(t.acl.classify(&k).map(|e| e.id()), Some(20_007));
+        drop(h);
+        drop(reader);
+        c.stop();
     }
 
     #[test]

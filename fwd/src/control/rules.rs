@@ -164,6 +164,8 @@ pub fn update_error(e: &acl::UpdateError) -> ErrorBody {
         acl::UpdateError::DuplicateId(_) => ErrorKind::Exists,
         acl::UpdateError::UnknownId(_) => ErrorKind::NotFound,
         acl::UpdateError::Capacity(_) => ErrorKind::TooLarge,
+        // Clears once the workers pass a quiescent point: a retry succeeds.
+        acl::UpdateError::SlotsPending { .. } => ErrorKind::Busy,
     };
     ErrorBody::new(kind, e.to_string())
 }

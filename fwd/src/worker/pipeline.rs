@@ -9,7 +9,10 @@
 //!    place or recorded for the control side ([`super::local`]).
 //! 2. [`Pipeline::classify`]: the rule set, run only while it has rules;
 //!    actions run in rule order (count, police, DSCP, mirror; then drop,
-//!    redirect, next hop or table).
+//!    redirect, next hop or table). A matched rule without a verdict
+//!    (count / mirror / set-dscp / mark only) does not end evaluation: its
+//!    actions run and the next matching rule follows, up to
+//!    [`acl::MAX_CONTINUE`] of them ([`acl::Chain`]).
 //! 3. [`Pipeline::route`]: one batched longest-prefix lookup per family,
 //!    ECMP members picked by the flow hash.
 //! 4. [`Pipeline::act`]: the output port's state and MTU, TTL, the
@@ -332,48 +335,23 @@ impl Pipeline<'_> {
         let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
         t.acl.classify_burst(&s.keys[..m], &mut found[..m]);
         for (k, hit) in found[..m].iter().enumerate() {
-            let Some(rule) = hit else {
+            let Some(rule) = *hit else {
                 continue;
             };
             let i = usize::from(s.key_idx[k]);
-            let bytes = pkts.wire_len(i);
-            rc.hit(rule.slot(), bytes, clock.tick_ms);
-            for a in rule.actions() {
-                match *a {
-                    acl::Action::Permit | acl::Action::Count | acl::Action::Mark { .. } => {}
-                    acl::Action::Drop => {
-                        s.verdict[i] = Verdict::Drop(DropReason::AclDrop);
-                        break;
-                    }
-                    acl::Action::Police { rate, burst: depth } => {
-                        if !rc.police(rule.slot(), rate, depth, bytes, clock.now_ns) {
-                            s.verdict[i] = Verdict::Drop(DropReason::Policed);
-                            break;
-                        }
-                    }
-                    acl::Action::SetDscp { dscp } => {
-                        if let Some(f) = pkts.frame(i) {
-                            pkt::set_dscp(f, &s.parsed[i], dscp);
-                        }
-                    }
-                    acl::Action::Mirror { port } => {
-                        if !pkts.mirror(i, port) {
-                            tally.event(Event::MirrorFailed);
-                        }
-                    }
-                    acl::Action::Redirect { port } => {
-                        s.verdict[i] = Verdict::Tx(port);
-                        break;
-                    }
-                    acl::Action::SetNextHop { nh } => {
-                        s.verdict[i] = Verdict::Forward(nh);
-                        break;
-                    }
-                    acl::Action::SetTable { vrf } => {
-                        s.verdict[i] = Verdict::RouteIn(vrf);
-                        break;
-                    }
-                }
+            if rule.has_verdict() {
+                // The common case: the first match decides.
+                apply_rule(pkts, s, i, tally, rc, rule, clock);
+                continue;
+            }
+            // No verdict (count, mirror, set-dscp, mark): its actions, then
+            // those of the following matches up to the first verdict.
+            let chain = t.acl.chain(&s.keys[k], Some(rule));
+            if chain.cut() {
+                tally.event(Event::AclChainCut);
+            }
+            for r in chain.rules() {
+                apply_rule(pkts, s, i, tally, rc, r, clock);
             }
         }
     }
@@ -526,6 +504,62 @@ impl Pipeline<'_> {
                 (true, false) => Verdict::Tx(port),
                 (true, true) => Verdict::Fragment { port, mtu },
             };
+        }
+    }
+}
+
+/// Counts packet `i` on `rule` and carries out its actions in order; a
+/// verdict action sets `s.verdict[i]`. Rules of one evaluation are applied
+/// in precedence order, so of two DSCP rewrites or marks the later
+/// (lower-precedence) one is what the packet leaves with, and each mirror
+/// action sends its own copy.
+#[inline(always)]
+fn apply_rule<P: Packets>(
+    pkts: &mut P,
+    s: &mut Scratch,
+    i: usize,
+    tally: &mut Tally,
+    rc: &mut CounterWriter,
+    rule: &RuleEntry,
+    clock: Clock,
+) {
+    let bytes = pkts.wire_len(i);
+    rc.hit(rule.slot(), bytes, clock.tick_ms);
+    for a in rule.actions() {
+        match *a {
+            acl::Action::Permit | acl::Action::Count | acl::Action::Mark { .. } => {}
+            acl::Action::Drop => {
+                s.verdict[i] = Verdict::Drop(DropReason::AclDrop);
+                break;
+            }
+            acl::Action::Police { rate, burst: depth } => {
+                if !rc.police(rule.slot(), rate, depth, bytes, clock.now_ns) {
+                    s.verdict[i] = Verdict::Drop(DropReason::Policed);
+                    break;
+                }
+            }
+            acl::Action::SetDscp { dscp } => {
+                if let Some(f) = pkts.frame(i) {
+                    pkt::set_dscp(f, &s.parsed[i], dscp);
+                }
+            }
+            acl::Action::Mirror { port } => {
+                if !pkts.mirror(i, port) {
+                    tally.event(Event::MirrorFailed);
+                }
+            }
+            acl::Action::Redirect { port } => {
+                s.verdict[i] = Verdict::Tx(port);
+                break;
+            }
+            acl::Action::SetNextHop { nh } => {
+                s.verdict[i] = Verdict::Forward(nh);
+                break;
+            }
+            acl::Action::SetTable { vrf } => {
+                s.verdict[i] = Verdict::RouteIn(vrf);
+                break;
+            }
         }
     }
 }

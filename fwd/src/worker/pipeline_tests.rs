@@ -433,6 +433,122 @@ fn classifier_actions_take_effect_before_routing() {
     assert_eq!(s.verdict[1], Verdict::Tx(1));
 }
 
+/// A rule at `prio` (id = prio) matching UDP port `dport` (any packet
+/// without one).
+fn prio_rule(prio: u32, dport: Option<u16>, actions: Vec<wire::Action>) -> Change {
+    Change::RuleAdd(Box::new(wire::Rule {
+        id: Some(prio),
+        priority: prio,
+        matches: wire::RuleMatch {
+            dport: dport.map(|p| wire::PortRange { lo: p, hi: p }),
+            ..Default::default()
+        },
+        actions,
+    }))
+}
+
+/// UDP from the host to 198.51.100.7 (routed out of b) with this
+/// destination port.
+fn udp4_dport(dport: u16) -> Vec<u8> {
+    build::udp4(
+        &from_host(),
+        Ipv4Addr::new(10, 1, 0, 2),
+        Ipv4Addr::new(198, 51, 100, 7),
+        1000,
+        dport,
+        &[0xab; 10],
+    )
+}
+
+/// [`run`], keeping the rule counters: (scratch, tally, packets per rule
+/// id).
+fn run_counted(t: &Tables, frames: &mut Frames) -> (Scratch, Tally, Vec<(u32, u64)>) {
+    let mut s = Scratch::default();
+    let mut tally = Tally::default();
+    let (set, mut writers) = acl::CounterSet::new(1, 1024);
+    let pipe = Pipeline {
+        tables: t,
+        in_port: 0,
+        reject: IcmpError::AdminProhibited,
+        host: false,
+    };
+    pipe.run(frames, &mut s, &mut tally, &mut writers[0], Clock::default);
+    let mut hits: Vec<(u32, u64)> = t
+        .acl
+        .entries()
+        .map(|e| (e.id(), set.read(e.slot()).packets))
+        .collect();
+    hits.sort_unstable();
+    (s, tally, hits)
+}
+
+/// Issue 11, finding 5: a `count` rule that matches everything, above a
+/// `drop` rule, used to end evaluation and let the packet through.
+#[test]
+fn a_count_rule_above_a_drop_rule_does_not_bypass_it() {
+    let t = tables(vec![
+        prio_rule(10, None, vec![wire::Action::Count]),
+        prio_rule(20, Some(22), vec![wire::Action::Drop]),
+    ]);
+    let mut f = Frames::new(vec![udp4_dport(22), udp4_dport(53)]);
+    let (s, _, hits) = run_counted(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Drop(DropReason::AclDrop));
+    assert_eq!(s.verdict[1], Verdict::Tx(1), "no verdict: routed");
+    // Both rules count the dropped packet; the count rule the other too.
+    assert_eq!(hits, vec![(10, 2), (20, 1)]);
+}
+
+/// Every matched rule without a verdict applies, in precedence order:
+/// two mirrors give two copies, the later DSCP rewrite is the one the
+/// packet leaves with, and the deciding rule's actions come last.
+#[test]
+fn rules_without_a_verdict_all_apply_in_order_before_the_decider() {
+    let t = tables(vec![
+        prio_rule(
+            10,
+            None,
+            vec![wire::Action::Mirror("a".into()), wire::Action::SetDscp(10)],
+        ),
+        prio_rule(20, Some(53), vec![wire::Action::Mirror("b".into())]),
+        prio_rule(
+            30,
+            None,
+            vec![wire::Action::SetDscp(30), wire::Action::Mark(3)],
+        ),
+        prio_rule(40, Some(53), vec![wire::Action::Redirect("b".into())]),
+        prio_rule(50, Some(53), vec![wire::Action::Drop]),
+    ]);
+    let mut f = Frames::new(vec![udp4_dport(53), udp4_dport(80)]);
+    let (s, _, hits) = run_counted(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Tx(1), "redirected by rule 40");
+    assert_eq!(s.verdict[1], Verdict::Tx(1), "routed out of b");
+    assert_eq!(f.mirrored, vec![(0, 0), (0, 1), (1, 0)]);
+    for frame in &f.f {
+        assert_eq!(frame[14 + 1] >> 2, 30, "the later rewrite wins");
+    }
+    // Rule 50 is below the decider: not reached, not counted.
+    assert_eq!(hits, vec![(10, 2), (20, 1), (30, 2), (40, 1), (50, 0)]);
+}
+
+/// The chain is bounded: after `acl::MAX_CONTINUE` rules without a
+/// verdict, one more matching ends evaluation as the default permit would,
+/// and is counted as an event.
+#[test]
+fn a_chain_of_rules_without_a_verdict_is_bounded() {
+    let n = acl::MAX_CONTINUE as u32;
+    let mut rules: Vec<Change> = (1..=n + 1)
+        .map(|p| prio_rule(p, None, vec![wire::Action::Count]))
+        .collect();
+    rules.push(prio_rule(100, None, vec![wire::Action::Drop]));
+    let t = tables(rules);
+    let mut f = Frames::new(vec![udp4_dport(53)]);
+    let (s, tally, hits) = run_counted(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Tx(1));
+    assert_eq!(tally.events[Event::AclChainCut as usize], 1);
+    let counted: Vec<u32> = hits.iter().filter(|h| h.1 == 1).map(|h| h.0).collect();
+    assert_eq!(counted, (1..=n).collect::<Vec<_>>());
+}
+
 #[test]
 fn the_host_path_takes_what_is_for_the_appliance_and_not_answered_here() {
     let t = tables(vec![]);

@@ -491,9 +491,12 @@ fn row(item: &Item) -> Vec<String> {
             opt(r.id),
             r.priority.to_string(),
             r.matches.to_string(),
+            // As the command line prints it: a rule without a verdict ends
+            // in `continue`, so it cannot be read as ending evaluation.
             r.actions
                 .iter()
                 .map(ToString::to_string)
+                .chain(r.continues().then(|| "continue".to_string()))
                 .collect::<Vec<_>>()
                 .join(" "),
         ],
