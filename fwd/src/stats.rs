@@ -31,6 +31,9 @@ pub enum DropReason {
     TxFull,
     /// A classifier rule said drop.
     AclDrop,
+    /// More than `acl::MAX_CONTINUE` matching rules without a verdict:
+    /// evaluation stopped there, and a firewall fails closed.
+    AclChainCut,
     /// A policer was out of tokens.
     Policed,
     /// A blackhole route matched.
@@ -62,7 +65,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 19] = [
         DropReason::Malformed,
         DropReason::NotIp,
         DropReason::NoRoute,
@@ -70,6 +73,7 @@ impl DropReason {
         DropReason::NoNeighbour,
         DropReason::TxFull,
         DropReason::AclDrop,
+        DropReason::AclChainCut,
         DropReason::Policed,
         DropReason::Blackhole,
         DropReason::Reject,
@@ -93,6 +97,7 @@ impl DropReason {
             DropReason::NoNeighbour => "no_neighbour",
             DropReason::TxFull => "tx_full",
             DropReason::AclDrop => "acl_drop",
+            DropReason::AclChainCut => "acl_chain_cut",
             DropReason::Policed => "policed",
             DropReason::Blackhole => "blackhole",
             DropReason::Reject => "reject",
@@ -133,13 +138,10 @@ pub enum Event {
     MirrorFailed,
     /// Packets handed to the host thread for the port's kernel interface.
     Punted,
-    /// Rule evaluations cut after `acl::MAX_CONTINUE` matched rules without
-    /// a verdict, one more matching: the packet went on as if permitted.
-    AclChainCut,
 }
 
 impl Event {
-    pub const ALL: [Event; 11] = [
+    pub const ALL: [Event; 10] = [
         Event::Replies,
         Event::IcmpErrors,
         Event::IcmpSuppressed,
@@ -150,7 +152,6 @@ impl Event {
         Event::Injected,
         Event::MirrorFailed,
         Event::Punted,
-        Event::AclChainCut,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -166,7 +167,6 @@ impl Event {
             Event::Injected => "injected",
             Event::MirrorFailed => "mirror_failed",
             Event::Punted => "punted",
-            Event::AclChainCut => "acl_chain_cut",
         }
     }
 }

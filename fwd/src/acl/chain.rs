@@ -8,7 +8,8 @@
 //! continues with [`Classifier::classify_after`] until a rule with a verdict
 //! matches, no rule matches (default permit), or [`MAX_CONTINUE`] rules
 //! without a verdict have been taken and one more would follow (cut: the
-//! packet goes on as if permitted, and the caller records it).
+//! caller drops the packet, `acl_chain_cut`: a firewall fails closed, so
+//! stacking rules without a verdict can never open a gap above a drop).
 
 use super::rule::Key;
 use super::{Classifier, RuleEntry};

@@ -347,11 +347,13 @@ impl Pipeline<'_> {
             // No verdict (count, mirror, set-dscp, mark): its actions, then
             // those of the following matches up to the first verdict.
             let chain = t.acl.chain(&s.keys[k], Some(rule));
-            if chain.cut() {
-                tally.event(Event::AclChainCut);
-            }
             for r in chain.rules() {
                 apply_rule(pkts, s, i, tally, rc, r, clock);
+            }
+            if chain.cut() {
+                // A deeper verdict was not looked for: fail closed, so
+                // stacked rules without a verdict cannot open a gap.
+                s.verdict[i] = Verdict::Drop(DropReason::AclChainCut);
             }
         }
     }

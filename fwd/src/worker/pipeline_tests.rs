@@ -531,8 +531,8 @@ fn rules_without_a_verdict_all_apply_in_order_before_the_decider() {
 }
 
 /// The chain is bounded: after `acl::MAX_CONTINUE` rules without a
-/// verdict, one more matching ends evaluation as the default permit would,
-/// and is counted as an event.
+/// verdict, one more matching ends evaluation and the packet is dropped
+/// (fail closed: the drop rule below is never bypassed).
 #[test]
 fn a_chain_of_rules_without_a_verdict_is_bounded() {
     let n = acl::MAX_CONTINUE as u32;
@@ -543,8 +543,7 @@ fn a_chain_of_rules_without_a_verdict_is_bounded() {
     let t = tables(rules);
     let mut f = Frames::new(vec![udp4_dport(53)]);
     let (s, tally, hits) = run_counted(&t, &mut f);
-    assert_eq!(s.verdict[0], Verdict::Tx(1));
-    assert_eq!(tally.events[Event::AclChainCut as usize], 1);
+    assert_eq!(s.verdict[0], Verdict::Drop(DropReason::AclChainCut));
     let counted: Vec<u32> = hits.iter().filter(|h| h.1 == 1).map(|h| h.0).collect();
     assert_eq!(counted, (1..=n).collect::<Vec<_>>());
 }
