@@ -22,8 +22,8 @@
 //!   mirrors send two copies and of two SetDscp (or Mark) the later,
 //!   lower-precedence one is what the packet leaves with. Bound: at most
 //!   [`MAX_CONTINUE`] (8) rules without a verdict apply to one packet; if
-//!   one more matches, evaluation stops there as if permitted (the caller
-//!   counts the event), so no rule set makes an evaluation cost more than
+//!   one more matches, evaluation stops there and the caller drops the
+//!   packet (fail closed: `acl_chain_cut`), so no rule set makes an evaluation cost more than
 //!   9 lookups. [`Classifier::chain`] returns that list ([`Chain`]),
 //!   [`effective`] is its definition.
 //! * **Versions** ([`Classifier`]) are immutable and persistent. The control

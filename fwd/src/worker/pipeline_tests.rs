@@ -542,7 +542,7 @@ fn a_chain_of_rules_without_a_verdict_is_bounded() {
     rules.push(prio_rule(100, None, vec![wire::Action::Drop]));
     let t = tables(rules);
     let mut f = Frames::new(vec![udp4_dport(53)]);
-    let (s, tally, hits) = run_counted(&t, &mut f);
+    let (s, _, hits) = run_counted(&t, &mut f);
     assert_eq!(s.verdict[0], Verdict::Drop(DropReason::AclChainCut));
     let counted: Vec<u32> = hits.iter().filter(|h| h.1 == 1).map(|h| h.0).collect();
     assert_eq!(counted, (1..=n).collect::<Vec<_>>());
