@@ -458,7 +458,8 @@ fn dump(
                         id: nid,
                         via: nh.gateway,
                         dev: port_name(&t, nh.port),
-                        refs: u64::from(t.routing.nexthop_refs(nid)),
+                        refs: u64::from(t.routing.nexthop_refs(nid))
+                            + t.mgmt.rule_nexthops.count(nid) as u64,
                         lladdr: nh.mac.map(Mac),
                     }),
                 )?;
