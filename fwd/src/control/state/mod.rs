@@ -159,7 +159,11 @@ impl<'a> Edit<'a> {
         acl_w: &acl::ClassifierWriter,
         beneath: Option<&'a FpmRib>,
     ) -> Edit<'a> {
-        let acl_ids: Vec<u32> = acl_w.rules().map(|r| r.id()).collect();
+        Edit::with_rules(base, acl_w.rules().map(|r| r.id()).collect(), beneath)
+    }
+
+    /// An edit of `base`, whose classifier holds the rules `acl_ids`.
+    fn with_rules(base: &'a Tables, acl_ids: Vec<u32>, beneath: Option<&'a FpmRib>) -> Edit<'a> {
         let next_rule_id = acl_ids.iter().max().map_or(1, |m| m.saturating_add(1));
         Edit {
             base,
@@ -620,6 +624,37 @@ pub fn apply(
         rule_ids: e.rule_ids,
         retired_slots,
         retired_bytes: changes.len() * 256,
+    })
+}
+
+/// What `changes` (addresses and static neighbours) derive on their own:
+/// the tables of `t`'s ports, without addresses, no route, no rule, after
+/// `changes`. The saved state compares the running routes with these, so
+/// that its replay, which derives them again, ends where `t` is.
+///
+/// # Errors
+/// The first refused change (a change list that `t` itself was built
+/// from is not refused).
+pub fn derive(t: &Tables, changes: &[Change]) -> Result<Tables, ErrorBody> {
+    let ports: Vec<PortInfo> = t
+        .ports
+        .iter()
+        .map(|p| PortInfo {
+            addresses: Vec::new(),
+            ..p.clone()
+        })
+        .collect();
+    let base = Tables::empty(ports, Arc::clone(&t.acl));
+    let mut e = Edit::with_rules(&base, Vec::new(), None);
+    for (i, c) in changes.iter().enumerate() {
+        e.change(c).map_err(|er| er.at(i as u64 + 1))?;
+    }
+    e.collect_garbage()?;
+    Ok(Tables {
+        routing: e.routing.commit(),
+        acl: Arc::clone(&base.acl),
+        ports: e.ports.map_or_else(|| Arc::clone(&base.ports), Arc::from),
+        mgmt: Arc::new(e.mgmt),
     })
 }
 
