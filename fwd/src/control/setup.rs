@@ -104,7 +104,7 @@ pub fn parse_saved(text: &str, name: &str) -> Result<Saved, String> {
     };
     let generation = field("generation ")?;
     let count = field(" changes")?;
-    let last = lines.last().unwrap_or(header);
+    let last = lines.next_back().unwrap_or(header);
     let end = last
         .strip_prefix(super::saved::TRAILER)
         .and_then(|r| r.trim().strip_suffix("changes"))
