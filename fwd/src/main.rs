@@ -204,13 +204,31 @@ fn run() -> Result<()> {
     let (rule_counter_set, mut rule_counter_writers) =
         fwd::acl::CounterSet::new(cfg.workers.len(), acl_writer.config().slots() as usize);
     // A saved running state supersedes the config's tables once it exists.
+    // An unreadable, empty or truncated one stops the start.
     let startup = match &cfg.control.load {
-        Some(p) if p.exists() => fwd::control::Startup::Saved(p),
-        _ => fwd::control::Startup::Config,
+        None => fwd::control::Startup::Config,
+        Some(p) => match fwd::control::read_saved(p).map_err(|e| anyhow!("{e}"))? {
+            Some(saved) => {
+                eprintln!(
+                    "fwd: control.load: starting from saved state {} (generation {}, {} \
+                     changes); the config's addresses/neighbours/routes are not applied",
+                    p.display(),
+                    saved.generation,
+                    saved.changes.len()
+                );
+                fwd::control::Startup::Saved(saved)
+            }
+            None => {
+                eprintln!(
+                    "fwd: control.load: no saved state at {} yet; starting from the config's \
+                     addresses/neighbours/routes (fwdctl config save {} writes it)",
+                    p.display(),
+                    p.display()
+                );
+                fwd::control::Startup::Config
+            }
+        },
     };
-    if let fwd::control::Startup::Saved(p) = startup {
-        eprintln!("fwd: tables from the saved state {}", p.display());
-    }
     let tables = fwd::control::initial_tables(&cfg, &macs, &mut acl_writer, startup)
         .map_err(|e| anyhow!("{e}"))?;
 

@@ -54,7 +54,10 @@ fn drop_redirect_mirror_police_count() {
     let sock = dir.path("fwd.sock");
     std::fs::write(
         dir.path("state.batch"),
-        "address add 10.0.0.1/24 dev p0
+        // A saved state is framed (control::saved): header and trailer
+        // carry the change count.
+        "# fwd running configuration, generation 0, 10 changes
+address add 10.0.0.1/24 dev p0
 address add 10.0.1.1/24 dev p1
 address add 10.0.2.1/24 dev p2
 neigh add 10.0.1.2 lladdr 02:00:00:00:01:02 dev p1
@@ -64,6 +67,7 @@ rule add id 2 prio 20 proto udp dport 80 action redirect p2
 rule add id 3 prio 30 proto udp dport 443 action mirror p2 permit
 rule add id 4 prio 40 proto udp dport 5000 action police rate 1pps burst 2
 rule add id 5 prio 50 src 10.0.0.0/24 dst 10.1.0.0/16 action count
+# end, 10 changes
 ",
     )
     .unwrap();

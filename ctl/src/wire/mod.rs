@@ -1106,7 +1106,7 @@ pub struct NexthopEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<IpAddr>,
     pub dev: String,
-    /// Routes and groups using it.
+    /// Routes, groups and classifier rules (`action nexthop`) using it.
     #[serde(default)]
     pub refs: u64,
     /// The gateway's (or on-link destination's) MAC when resolved.

@@ -351,7 +351,8 @@ fn operator_multipath_routes_make_and_free_groups_too() {
     assert_eq!(dumped[0].dev.as_deref(), Some("a"));
     dumped[0].dev = None;
     assert_eq!(RouteTarget::Multipath(dumped), mp);
-    // A named next hop cannot take the group's id.
+    // A named next hop cannot take the group's id (it is not in the
+    // operator's range at all).
     let e = f
         .operator(&[Change::NexthopAdd(wire::Nexthop {
             id: g,
@@ -359,7 +360,7 @@ fn operator_multipath_routes_make_and_free_groups_too() {
             dev: "a".into(),
         })])
         .unwrap_err();
-    assert_eq!(e.kind, wire::ErrorKind::Exists);
+    assert_eq!(e.kind, wire::ErrorKind::Invalid);
     f.operator(&[Change::RouteDel(wire::RouteDel {
         prefix: "192.0.2.0/24".parse().unwrap(),
         table: 0,

@@ -66,29 +66,100 @@ pub fn config_changes(cfg: &Config) -> Result<Vec<(String, Change)>, String> {
     Ok(out)
 }
 
-/// Where the first version's changes come from.
-pub enum Startup<'a> {
-    /// The config's addresses, neighbours and routes.
-    Config,
-    /// A saved running state (`fwdctl config save`), which supersedes them:
-    /// it was derived from them plus every change made at runtime.
-    Saved(&'a std::path::Path),
+/// A saved running state (`fwdctl config save`), read and checked.
+pub struct Saved {
+    /// The generation it was saved at.
+    pub generation: u64,
+    /// Its changes, each with the file and line it came from.
+    pub changes: Vec<(String, Change)>,
 }
 
-/// Builds the first version of the tables from a validated config (or the
-/// saved state it names) and the MACs the ports reported.
+/// Parses and checks a saved state (`name` names it in errors): the header
+/// line, the changes, and the trailer whose count must match. An empty or
+/// truncated file is refused, never taken for an empty state.
 ///
 /// # Errors
-/// A message naming the config entry or the saved file's line that was
-/// refused (e.g. a route given twice).
-pub fn initial_tables(
-    cfg: &Config,
-    macs: &[[u8; 6]],
-    acl_w: &mut acl::ClassifierWriter,
-    startup: Startup<'_>,
-) -> Result<Tables, String> {
-    let ports = cfg
-        .ports
+/// A message naming the file and what is wrong.
+pub fn parse_saved(text: &str, name: &str) -> Result<Saved, String> {
+    let refuse = |why: String| {
+        format!(
+            "control.load: {name}: {why}; not starting on it (fix or remove it: without it \
+             the config's tables are used)"
+        )
+    };
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header = lines.next().ok_or_else(|| refuse("empty file".into()))?;
+    let head = header
+        .strip_prefix(super::saved::HEADER)
+        .ok_or_else(|| refuse(format!("not a saved state (first line {header:?})")))?;
+    let field = |key: &str| {
+        head.split(',')
+            .map(str::trim)
+            .find_map(|f| {
+                f.strip_prefix(key)
+                    .or_else(|| f.strip_suffix(key))
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+            })
+            .ok_or_else(|| refuse(format!("header without {}", key.trim())))
+    };
+    let generation = field("generation ")?;
+    let count = field(" changes")?;
+    let last = lines.next_back().unwrap_or(header);
+    let end = last
+        .strip_prefix(super::saved::TRAILER)
+        .and_then(|r| r.trim().strip_suffix("changes"))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .ok_or_else(|| {
+            refuse(format!(
+                "truncated: its last line is not \"{} {count} changes\"",
+                super::saved::TRAILER
+            ))
+        })?;
+    let batch = ctl::text::parse_batch(text)
+        .map_err(|e| format!("control.load: {name}: line {}: {}", e.line, e.error))?;
+    let n = batch.changes.len() as u64;
+    if end != count || n != count {
+        return Err(refuse(format!(
+            "header says {count} changes, trailer {end}, file holds {n}"
+        )));
+    }
+    Ok(Saved {
+        generation,
+        changes: batch
+            .changes
+            .into_iter()
+            .zip(batch.lines)
+            .map(|(c, line)| (format!("{name}: line {line}"), c))
+            .collect(),
+    })
+}
+
+/// Reads the saved state at `path`; `None` when there is none yet (a first
+/// start: the config's tables are used).
+///
+/// # Errors
+/// An unreadable file, or one [`parse_saved`] refuses.
+pub fn read_saved(path: &std::path::Path) -> Result<Option<Saved>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_saved(&text, &path.display().to_string()).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("control.load: cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Where the first version's changes come from.
+pub enum Startup {
+    /// The config's addresses, neighbours and routes.
+    Config,
+    /// A saved running state, which supersedes them: it was derived from
+    /// them plus every change made at runtime. The config's addresses,
+    /// neighbours and routes are then not applied at all.
+    Saved(Saved),
+}
+
+/// The ports of a validated config, with the MACs they reported.
+fn config_ports(cfg: &Config, macs: &[[u8; 6]]) -> Vec<PortInfo> {
+    cfg.ports
         .iter()
         .enumerate()
         .map(|(i, p)| PortInfo {
@@ -100,25 +171,21 @@ pub fn initial_tables(
                 p.table,
             )
         })
-        .collect();
-    let base = Tables::empty(ports, acl_w.current().clone());
-    let changes = match startup {
-        Startup::Config => config_changes(cfg)?,
-        Startup::Saved(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("control.load: cannot read {}: {e}", path.display()))?;
-            let batch = ctl::text::parse_batch(&text)
-                .map_err(|e| format!("{}: line {}: {}", path.display(), e.line, e.error))?;
-            batch
-                .changes
-                .into_iter()
-                .zip(batch.lines)
-                .map(|(c, line)| (format!("{}: line {line}", path.display()), c))
-                .collect()
-        }
-    };
+        .collect()
+}
+
+/// Applies the first batch, `changes` (each with where it came from), to
+/// `base`: what the daemon does with the config or a saved state.
+///
+/// # Errors
+/// A message naming the config entry or the saved file's line refused.
+pub fn load(
+    base: &Tables,
+    acl_w: &mut acl::ClassifierWriter,
+    changes: &[(String, Change)],
+) -> Result<Tables, String> {
     let batch: Vec<Change> = changes.iter().map(|(_, c)| c.clone()).collect();
-    super::state::apply(&base, acl_w, &batch, None)
+    super::state::apply(base, acl_w, &batch, None)
         .map(|o| o.tables)
         .map_err(|e| {
             let field = e
@@ -127,4 +194,24 @@ pub fn initial_tables(
                 .map_or("config", |(f, _)| f.as_str());
             format!("{field}: {}: {}", e.kind, e.message)
         })
+}
+
+/// Builds the first version of the tables from a validated config (or the
+/// saved state that supersedes it) and the MACs the ports reported.
+///
+/// # Errors
+/// A message naming the config entry or the saved file's line that was
+/// refused (e.g. a route given twice).
+pub fn initial_tables(
+    cfg: &Config,
+    macs: &[[u8; 6]],
+    acl_w: &mut acl::ClassifierWriter,
+    startup: Startup,
+) -> Result<Tables, String> {
+    let base = Tables::empty(config_ports(cfg, macs), acl_w.current().clone());
+    let changes = match startup {
+        Startup::Config => config_changes(cfg)?,
+        Startup::Saved(saved) => saved.changes,
+    };
+    load(&base, acl_w, &changes)
 }

@@ -176,7 +176,8 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
                         id: nid,
                         via: nh.gateway,
                         dev: port_name(&t, nh.port),
-                        refs: u64::from(t.routing.nexthop_refs(nid)),
+                        refs: u64::from(t.routing.nexthop_refs(nid))
+                            + t.mgmt.rule_nexthops.count(nid) as u64,
                         lladdr: nh.mac.map(Mac),
                     }),
                 )?;

@@ -32,7 +32,7 @@ use ctl::wire::{self, Change, ErrorBody, ErrorKind, IpNet, RouteTarget};
 use crate::acl;
 use crate::fpm::rib::{FpmRib, FpmTarget};
 use crate::route::{
-    self, GroupId, NextHop, NhId, Origin, Prefix, Prefix4, Prefix6, RouteError, Target, Txn,
+    self, GroupId, NhId, Origin, Prefix, Prefix4, Prefix6, RouteError, Target, Txn,
 };
 use crate::tables::{PortInfo, Tables};
 
@@ -51,6 +51,8 @@ pub struct Mgmt {
     /// next hop, and the reverse.
     pub auto_group: HashMap<Vec<(NhId, u32)>, GroupId>,
     pub auto_group_by_id: HashMap<GroupId, Vec<(NhId, u32)>>,
+    /// The next hops classifier rules steer to (`action nexthop N`).
+    pub rule_nexthops: RuleRefs,
 }
 
 impl Mgmt {
@@ -157,7 +159,11 @@ impl<'a> Edit<'a> {
         acl_w: &acl::ClassifierWriter,
         beneath: Option<&'a FpmRib>,
     ) -> Edit<'a> {
-        let acl_ids: Vec<u32> = acl_w.rules().map(|r| r.id()).collect();
+        Edit::with_rules(base, acl_w.rules().map(|r| r.id()).collect(), beneath)
+    }
+
+    /// An edit of `base`, whose classifier holds the rules `acl_ids`.
+    fn with_rules(base: &'a Tables, acl_ids: Vec<u32>, beneath: Option<&'a FpmRib>) -> Edit<'a> {
         let next_rule_id = acl_ids.iter().max().map_or(1, |m| m.saturating_add(1));
         Edit {
             base,
@@ -173,7 +179,7 @@ impl<'a> Edit<'a> {
             gc_groups: Vec::new(),
             beneath: beneath.filter(|f| !f.is_empty()),
             fpm_memo: Default::default(),
-            next_nh: base.routing.next_free_nh_id().max(1),
+            next_nh: base.routing.next_free_nh_id().max(AUTO_MIN_ID),
         }
         .recording()
     }
@@ -220,53 +226,6 @@ impl<'a> Edit<'a> {
                     format!("no port has an address covering gateway {gw}; name one with dev"),
                 )
             })
-    }
-
-    /// A free id of the space next hops and groups share.
-    fn alloc_nh(&mut self) -> Result<NhId, ErrorBody> {
-        while self.routing.current().nexthop(self.next_nh).is_some()
-            || self.routing.current().group(self.next_nh).is_some()
-        {
-            self.next_nh += 1;
-        }
-        if self.next_nh > route::MAX_ID {
-            return Err(err(ErrorKind::TooLarge, "next-hop ids exhausted"));
-        }
-        let id = self.next_nh;
-        self.next_nh += 1;
-        Ok(id)
-    }
-
-    /// The unnamed next hop for (gateway, port), created if needed.
-    fn auto_nh(&mut self, gateway: Option<IpAddr>, port: u16) -> Result<NhId, ErrorBody> {
-        if let Some(&id) = self.mgmt.auto_nh.get(&(gateway, port)) {
-            return Ok(id);
-        }
-        let id = self.alloc_nh()?;
-        let mac = gateway.and_then(|g| self.mgmt.mac_of(port, g));
-        self.routing
-            .nh_add(id, NextHop { gateway, port, mac })
-            .map_err(|e| route_error(&e))?;
-        self.mgmt.auto_nh.insert((gateway, port), id);
-        self.mgmt.auto_by_id.insert(id, (gateway, port));
-        self.gc.push(id);
-        Ok(id)
-    }
-
-    /// The unnamed group of `members` (sorted, distinct next hops), created
-    /// if needed.
-    fn auto_group(&mut self, members: Vec<(NhId, u32)>) -> Result<GroupId, ErrorBody> {
-        if let Some(&id) = self.mgmt.auto_group.get(&members) {
-            return Ok(id);
-        }
-        let id = self.alloc_nh()?;
-        self.routing
-            .group_add(id, &members)
-            .map_err(|e| route_error(&e))?;
-        self.mgmt.auto_group_by_id.insert(id, members.clone());
-        self.mgmt.auto_group.insert(members, id);
-        self.gc_groups.push(id);
-        Ok(id)
     }
 
     /// The target of paths `(gateway, port, weight)`: an unnamed next hop
@@ -330,8 +289,8 @@ impl<'a> Edit<'a> {
                 let paths = self.spec_paths(specs)?;
                 self.paths_target(&paths, prefix)?
             }
-            RouteTarget::Nhid(id) => Target::NextHop(*id),
-            RouteTarget::Group(id) => Target::Group(*id),
+            RouteTarget::Nhid(id) => self.nhid_target(*id, prefix)?,
+            RouteTarget::Group(id) => self.group_target(*id, prefix)?,
             RouteTarget::Blackhole => Target::Blackhole,
             RouteTarget::Reject => Target::Reject,
             RouteTarget::Local => Target::Local,
@@ -405,10 +364,9 @@ impl<'a> Edit<'a> {
     fn drop_neighbour_host_route(&mut self, port: u16, ip: IpAddr) -> Result<(), ErrorBody> {
         let (vrf, host) = (self.vrf(port), host_prefix(ip));
         if let Some(&id) = self.mgmt.auto_nh.get(&(Some(ip), port)) {
-            if self.routing.current().get(vrf, host) == Some(Target::NextHop(id)) {
-                self.routing.del(vrf, host).map_err(|e| route_error(&e))?;
-                self.gc.push(id);
-            }
+            // Only the derived route: the operator's `route add IP/32 via
+            // IP` has the same target and stays.
+            self.remove_derived(vrf, host, Target::NextHop(id))?;
         }
         Ok(())
     }
@@ -474,60 +432,12 @@ impl<'a> Edit<'a> {
                     .map_err(|e| route_error(&e))?;
                 self.retire(Some(old));
             }
-            Change::NexthopAdd(n) | Change::NexthopReplace(n) => {
-                let port = self.port(&n.dev)?;
-                let mac = n.via.and_then(|g| self.mgmt.mac_of(port, g));
-                let nh = NextHop {
-                    gateway: n.via,
-                    port,
-                    mac,
-                };
-                if self.mgmt.auto_by_id.contains_key(&n.id) {
-                    return Err(err(
-                        ErrorKind::Exists,
-                        format!("id {} is an unnamed next hop", n.id),
-                    ));
-                }
-                if self.routing.current().group(n.id).is_some() {
-                    return Err(err(
-                        ErrorKind::Exists,
-                        format!("id {} is an ECMP group", n.id),
-                    ));
-                }
-                let r = if matches!(c, Change::NexthopAdd(_)) {
-                    self.routing.nh_add(n.id, nh)
-                } else {
-                    self.routing.nh_update(n.id, nh).map(|_| ())
-                };
-                r.map_err(|e| route_error(&e))?;
-            }
-            Change::NexthopDel { id } => {
-                if self.mgmt.auto_by_id.contains_key(id) {
-                    return Err(err(
-                        ErrorKind::Conflict,
-                        format!("next hop {id} is unnamed: it goes away with its last route"),
-                    ));
-                }
-                self.routing.nh_del(*id).map_err(|e| route_error(&e))?;
-            }
-            Change::GroupAdd(g) | Change::GroupReplace(g) => {
-                let members: Vec<(NhId, u32)> =
-                    g.members.iter().map(|m| (m.id, m.weight)).collect();
-                if matches!(c, Change::GroupAdd(_))
-                    && self.routing.current().nexthop(g.id).is_some()
-                {
-                    return Err(err(ErrorKind::Exists, format!("id {} is a next hop", g.id)));
-                }
-                let r = if matches!(c, Change::GroupAdd(_)) {
-                    self.routing.group_add(g.id, &members)
-                } else {
-                    self.routing.group_update(g.id, &members)
-                };
-                r.map_err(|e| route_error(&e))?;
-            }
-            Change::GroupDel { id } => {
-                self.routing.group_del(*id).map_err(|e| route_error(&e))?;
-            }
+            Change::NexthopAdd(_)
+            | Change::NexthopReplace(_)
+            | Change::NexthopDel { .. }
+            | Change::GroupAdd(_)
+            | Change::GroupReplace(_)
+            | Change::GroupDel { .. } => self.nexthop_change(c)?,
             Change::NeighAdd(n) | Change::NeighReplace(n) => {
                 let port = self.port(&n.dev)?;
                 let prev = self.mgmt.neighbours.insert((port, n.addr), n.lladdr.0);
@@ -553,86 +463,7 @@ impl<'a> Edit<'a> {
                 self.retarget_neighbour(port, *addr, None)?;
                 self.drop_neighbour_host_route(port, *addr)?;
             }
-            Change::AddressAdd(a) => {
-                let port = self.port(&a.dev)?;
-                let mut ports = self.ports().to_vec();
-                let pi = &mut ports[usize::from(port)];
-                if pi.addresses.iter().any(|x| x.addr() == a.addr.addr()) {
-                    return Err(err(
-                        ErrorKind::Exists,
-                        format!("{} already has {}", a.dev, a.addr.addr()),
-                    ));
-                }
-                pi.addresses.push(a.addr);
-                self.ports = Some(ports);
-                let net = prefix_of(a.addr.network())?;
-                let host = host_prefix(a.addr.addr());
-                let vrf = self.vrf(port);
-                if net != host {
-                    let id = self.auto_nh(None, port)?;
-                    let old = self
-                        .routing
-                        .set(vrf, net, Target::NextHop(id), Origin::KERNEL)
-                        .map_err(|e| route_error(&e))?;
-                    self.retire(old.map(|e| e.target));
-                }
-                let old = self
-                    .routing
-                    .set(vrf, host, Target::Local, Origin::KERNEL)
-                    .map_err(|e| route_error(&e))?;
-                self.retire(old.map(|e| e.target));
-                let attached: Vec<IpAddr> = self
-                    .mgmt
-                    .neighbours
-                    .keys()
-                    .chain(self.mgmt.learned.keys())
-                    .filter(|(p, ip)| *p == port && a.addr.contains(*ip))
-                    .map(|&(_, ip)| ip)
-                    .collect();
-                for ip in attached {
-                    self.neighbour_host_route(port, ip)?;
-                }
-            }
-            Change::AddressDel(a) => {
-                let port = self.port(&a.dev)?;
-                let mut ports = self.ports().to_vec();
-                let pi = &mut ports[usize::from(port)];
-                let Some(k) = pi.addresses.iter().position(|x| *x == a.addr) else {
-                    return Err(err(
-                        ErrorKind::NotFound,
-                        format!("{} has no address {}", a.dev, a.addr),
-                    ));
-                };
-                pi.addresses.remove(k);
-                self.ports = Some(ports);
-                let attached: Vec<IpAddr> = self
-                    .mgmt
-                    .neighbours
-                    .keys()
-                    .chain(self.mgmt.learned.keys())
-                    .filter(|(p, ip)| {
-                        *p == port && a.addr.contains(*ip) && !self.connected(port, *ip)
-                    })
-                    .map(|&(_, ip)| ip)
-                    .collect();
-                for ip in attached {
-                    self.drop_neighbour_host_route(port, ip)?;
-                }
-                let net = prefix_of(a.addr.network())?;
-                let host = host_prefix(a.addr.addr());
-                let vrf = self.vrf(port);
-                let conn = self.mgmt.auto_nh.get(&(None, port)).copied();
-                if net != host
-                    && conn.is_some()
-                    && self.routing.current().get(vrf, net) == conn.map(Target::NextHop)
-                {
-                    self.routing.del(vrf, net).map_err(|e| route_error(&e))?;
-                    self.gc.extend(conn);
-                }
-                if self.routing.current().get(vrf, host) == Some(Target::Local) {
-                    self.routing.del(vrf, host).map_err(|e| route_error(&e))?;
-                }
-            }
+            Change::AddressAdd(_) | Change::AddressDel(_) => self.address_change(c)?,
             Change::PortSet { dev, up } => {
                 let port = self.port(dev)?;
                 let mut ports = self.ports().to_vec();
@@ -651,6 +482,8 @@ impl<'a> Edit<'a> {
                     (None, _) => return Err(err(ErrorKind::Invalid, "rule replace needs an id")),
                 };
                 let rule = super::rules::rule_from_wire(id, r, |name| self.port(name))?;
+                let nhs = self.rule_nexthops(r)?;
+                self.mgmt.rule_nexthops.set(id, nhs);
                 let u = if matches!(c, Change::RuleAdd(_)) {
                     acl::Update::Insert(rule)
                 } else {
@@ -658,11 +491,15 @@ impl<'a> Edit<'a> {
                 };
                 self.acl.push((u, self.at));
             }
-            Change::RuleDel { id } => self.acl.push((acl::Update::Delete(*id), self.at)),
+            Change::RuleDel { id } => {
+                self.mgmt.rule_nexthops.remove(*id);
+                self.acl.push((acl::Update::Delete(*id), self.at));
+            }
             Change::RuleFlush {} => {
                 // Everything before the flush in this batch is moot; every
                 // rule of the current version goes.
                 self.acl.clear();
+                self.mgmt.rule_nexthops.clear();
                 let at = self.at;
                 self.acl
                     .extend(self.acl_ids.iter().map(|&id| (acl::Update::Delete(id), at)));
@@ -790,6 +627,37 @@ pub fn apply(
     })
 }
 
+/// What `changes` (addresses and static neighbours) derive on their own:
+/// the tables of `t`'s ports, without addresses, no route, no rule, after
+/// `changes`. The saved state compares the running routes with these, so
+/// that its replay, which derives them again, ends where `t` is.
+///
+/// # Errors
+/// The first refused change (a change list that `t` itself was built
+/// from is not refused).
+pub fn derive(t: &Tables, changes: &[Change]) -> Result<Tables, ErrorBody> {
+    let ports: Vec<PortInfo> = t
+        .ports
+        .iter()
+        .map(|p| PortInfo {
+            addresses: Vec::new(),
+            ..p.clone()
+        })
+        .collect();
+    let base = Tables::empty(ports, Arc::clone(&t.acl));
+    let mut e = Edit::with_rules(&base, Vec::new(), None);
+    for (i, c) in changes.iter().enumerate() {
+        e.change(c).map_err(|er| er.at(i as u64 + 1))?;
+    }
+    e.collect_garbage()?;
+    Ok(Tables {
+        routing: e.routing.commit(),
+        acl: Arc::clone(&base.acl),
+        ports: e.ports.map_or_else(|| Arc::clone(&base.ports), Arc::from),
+        mgmt: Arc::new(e.mgmt),
+    })
+}
+
 /// The ports that are not up (admin or carrier).
 fn down_ports(ports: &[PortInfo]) -> std::collections::BTreeSet<u16> {
     ports
@@ -874,8 +742,15 @@ fn check_family(via: Option<IpAddr>, prefix: Prefix) -> Result<(), ErrorBody> {
     }
 }
 
+mod addresses;
 pub mod fpm;
+mod nexthops;
+mod rule_refs;
 mod view;
 
 pub use fpm::{apply_fpm, FpmOp};
+pub use nexthops::{is_user_id, AUTO_MIN_ID, USER_MAX_ID};
+pub use rule_refs::RuleRefs;
 pub use view::{route_to_wire, target_to_wire};
+#[cfg(test)]
+pub(crate) mod tests;

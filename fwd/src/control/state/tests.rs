@@ -1,0 +1,253 @@
+//! Batches against the tables: next-hop ids, rules' next hops, addresses.
+
+use ctl::wire::{ErrorBody, ErrorKind};
+
+use super::{apply, prefix_of, AUTO_MIN_ID};
+use crate::acl;
+use crate::route::{Origin, Target};
+use crate::tables::{PortInfo, Tables};
+
+pub(crate) struct World {
+    pub t: Tables,
+    pub acl: acl::ClassifierWriter,
+}
+
+impl World {
+    pub fn new() -> World {
+        let acl = acl::ClassifierWriter::new(acl::Config::default());
+        let ports = vec![
+            PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0),
+            PortInfo::new("p1", [2, 0, 0, 0, 0, 2], 0),
+            PortInfo::new("red", [2, 0, 0, 0, 0, 3], 5),
+        ];
+        World {
+            t: Tables::empty(ports, acl.current().clone()),
+            acl,
+        }
+    }
+
+    /// Applies a batch given as text; publishes it on success.
+    pub fn run(&mut self, text: &str) -> Result<(), ErrorBody> {
+        let batch = ctl::text::parse_batch(text).expect("test batch parses");
+        let o = apply(&self.t, &mut self.acl, &batch.changes, None)?;
+        self.t = o.tables;
+        Ok(())
+    }
+
+    pub fn ok(&mut self, text: &str) {
+        if let Err(e) = self.run(text) {
+            panic!("{text}: {e}");
+        }
+    }
+
+    pub fn refused(&mut self, text: &str, kind: ErrorKind, needle: &str) {
+        match self.run(text) {
+            Ok(()) => panic!("{text}: accepted"),
+            Err(e) => {
+                assert_eq!(e.kind, kind, "{text}: {e}");
+                assert!(e.message.contains(needle), "{text}: {e}");
+            }
+        }
+    }
+
+    pub fn route(&self, table: u32, p: &str) -> Option<crate::route::Entry> {
+        self.t
+            .routing
+            .entry(table, prefix_of(p.parse().unwrap()).unwrap())
+    }
+}
+
+// Finding 6: rules hold references to their next hops.
+
+#[test]
+fn a_rule_must_steer_to_an_existing_named_next_hop() {
+    let mut w = World::new();
+    w.ok("address add 10.0.0.1/24 dev p0\n\
+          route add 10.9.0.0/16 via 10.0.0.2\n\
+          nexthop add 10 via 10.0.0.3 dev p0\n\
+          group add 20 members 10");
+    w.refused(
+        "rule add id 1 prio 1 action nexthop 11",
+        ErrorKind::NotFound,
+        "no next hop 11",
+    );
+    w.refused(
+        "rule add id 1 prio 1 action nexthop 20",
+        ErrorKind::Invalid,
+        "ECMP group",
+    );
+    let auto = *w.t.mgmt.auto_by_id.keys().next().unwrap();
+    w.refused(
+        &format!("rule add id 1 prio 1 action nexthop {auto}"),
+        ErrorKind::Invalid,
+        "not one of the operator's",
+    );
+    w.ok("rule add id 1 prio 1 action nexthop 10");
+    w.refused(
+        "rule replace id 1 prio 1 action nexthop 12",
+        ErrorKind::NotFound,
+        "no next hop 12",
+    );
+    assert!(w.t.acl.entries().count() == 1);
+}
+
+#[test]
+fn a_next_hop_used_by_a_rule_is_not_deleted_under_it() {
+    let mut w = World::new();
+    w.ok("address add 10.0.0.1/24 dev p0\n\
+          nexthop add 10 via 10.0.0.3 dev p0\n\
+          rule add id 7 prio 1 dst 10.8.0.0/16 action nexthop 10");
+    assert_eq!(w.t.mgmt.rule_nexthops.count(10), 1);
+    w.refused("nexthop del 10", ErrorKind::Conflict, "rule 7");
+    // Replacing the rule away from it frees it; a later id reuse cannot
+    // capture the rule.
+    w.ok("nexthop add 11 via 10.0.0.4 dev p0\n\
+          rule replace id 7 prio 1 dst 10.8.0.0/16 action nexthop 11\n\
+          nexthop del 10");
+    w.refused("nexthop del 11", ErrorKind::Conflict, "rule 7");
+    // A rule and its next hop go together; a flush frees them all.
+    w.ok("rule del 7\nnexthop del 11");
+    assert_eq!(w.t.mgmt.rule_nexthops.count(11), 0);
+    w.ok("nexthop add 12 via 10.0.0.5 dev p0\n\
+          rule add id 8 prio 1 action nexthop 12\n\
+          rule add id 9 prio 2 action nexthop 12");
+    w.refused("nexthop del 12", ErrorKind::Conflict, "rule 8, 9");
+    w.ok("rule flush\nnexthop del 12");
+    // A refused batch leaves the references as they were.
+    w.ok("nexthop add 13 via 10.0.0.5 dev p0\nrule add id 1 prio 1 action nexthop 13");
+    w.refused(
+        "rule del 1\nroute add 1.0.0.0/8 nhid 99",
+        ErrorKind::NotFound,
+        "99",
+    );
+    w.refused("nexthop del 13", ErrorKind::Conflict, "rule 1");
+}
+
+// Finding 7: the operator's ids and the unnamed ones do not meet.
+
+#[test]
+fn unnamed_next_hops_never_take_an_operators_id() {
+    let mut w = World::new();
+    w.ok("address add 198.51.100.1/24 dev p0\n\
+          address add 10.0.0.1/24 dev p1\n\
+          route add 10.1.0.0/16 via 10.0.0.2\n\
+          route add 10.2.0.0/16 nexthop via 10.0.0.2 nexthop via 10.0.0.3");
+    assert!(w.t.mgmt.auto_by_id.keys().all(|&id| id >= AUTO_MIN_ID));
+    assert!(w
+        .t
+        .mgmt
+        .auto_group_by_id
+        .keys()
+        .all(|&id| id >= AUTO_MIN_ID));
+    // The README's own example.
+    w.ok("nexthop add 10 via 198.51.100.254 dev p0\n\
+          nexthop add 11 via 198.51.100.253 dev p0\n\
+          group add 100 members 10 11:3\n\
+          route replace default nexthop-group 100");
+    let auto = *w.t.mgmt.auto_by_id.keys().next().unwrap();
+    for (text, needle) in [
+        (format!("nexthop add {AUTO_MIN_ID} dev p0"), "out of range"),
+        ("nexthop add 0 dev p0".to_string(), "out of range"),
+        (
+            format!("group add {AUTO_MIN_ID} members 10"),
+            "out of range",
+        ),
+        (format!("nexthop replace {auto} dev p0"), "out of range"),
+        (
+            format!("group add 5 members {auto}"),
+            "not one of the operator's",
+        ),
+        (
+            format!("route add 1.0.0.0/8 nhid {auto}"),
+            "not one of the operator's",
+        ),
+    ] {
+        w.refused(&text, ErrorKind::Invalid, needle);
+    }
+}
+
+#[test]
+fn groups_and_routes_through_named_next_hops_keep_to_one_family() {
+    let mut w = World::new();
+    w.ok("nexthop add 1 via 10.0.0.2 dev p0\n\
+          nexthop add 2 via 2001:db8::2 dev p0\n\
+          nexthop add 3 dev p0\n\
+          group add 10 members 1 3");
+    w.refused(
+        "group add 11 members 1 2",
+        ErrorKind::Invalid,
+        "different families",
+    );
+    w.refused(
+        "route add 2001:db8:5::/48 nexthop-group 10",
+        ErrorKind::Invalid,
+        "IPv4",
+    );
+    w.refused(
+        "route add 2001:db8:5::/48 nhid 1",
+        ErrorKind::Invalid,
+        "families",
+    );
+    w.ok("route add 2001:db8:5::/48 nhid 3\nroute add 10.5.0.0/16 nexthop-group 10");
+    w.refused(
+        "nexthop replace 1 via 2001:db8::9 dev p0",
+        ErrorKind::Invalid,
+        "must stay",
+    );
+    w.refused(
+        "group replace 10 members 2",
+        ErrorKind::Invalid,
+        "must stay",
+    );
+}
+
+// Finding 9: addresses on two ports, and the operator's routes.
+
+#[test]
+fn a_subnet_is_held_by_one_port_of_a_table() {
+    let mut w = World::new();
+    w.ok("address add 10.0.0.1/24 dev p0");
+    w.refused("address add 10.0.0.2/24 dev p1", ErrorKind::Conflict, "p0");
+    w.refused("address add 10.0.0.0/16 dev p1", ErrorKind::Conflict, "p0");
+    w.refused("address add 10.0.0.9/30 dev p1", ErrorKind::Conflict, "p0");
+    w.refused("address add 10.0.0.1/8 dev p1", ErrorKind::Conflict, "p0");
+    w.refused(
+        "address add 10.0.0.1/24 dev p0",
+        ErrorKind::Exists,
+        "already",
+    );
+    // Another table may hold it.
+    w.ok("address add 10.0.0.2/24 dev red");
+    let conn = Target::NextHop(w.t.mgmt.auto_nh[&(None, 0)]);
+    assert_eq!(w.route(0, "10.0.0.0/24").map(|e| e.target), Some(conn));
+    // A second address of the same subnet on the same port: its deletion
+    // keeps the connected route the first still needs.
+    w.ok("address add 10.0.0.5/24 dev p0");
+    w.ok("address del 10.0.0.5/24 dev p0");
+    assert_eq!(w.route(0, "10.0.0.0/24").map(|e| e.target), Some(conn));
+    assert_eq!(w.route(0, "10.0.0.5/32"), None);
+    assert_eq!(
+        w.route(0, "10.0.0.1/32").map(|e| e.target),
+        Some(Target::Local)
+    );
+}
+
+#[test]
+fn an_address_never_overwrites_nor_deletes_the_operators_routes() {
+    let mut w = World::new();
+    w.ok("route add 10.0.0.0/24 blackhole\nroute add 10.0.0.1/32 reject");
+    w.ok("address add 10.0.0.1/24 dev p0");
+    let e = w.route(0, "10.0.0.0/24").unwrap();
+    assert_eq!((e.target, e.origin), (Target::Blackhole, Origin::STATIC));
+    assert_eq!(w.route(0, "10.0.0.1/32").unwrap().target, Target::Reject);
+    w.ok("address del 10.0.0.1/24 dev p0");
+    assert_eq!(w.route(0, "10.0.0.0/24").unwrap().target, Target::Blackhole);
+    assert_eq!(w.route(0, "10.0.0.1/32").unwrap().target, Target::Reject);
+    // An operator's host route through an attached neighbour has the same
+    // target as the derived one; it stays when the address goes.
+    w.ok("address add 10.0.0.1/24 dev p0\n\
+          route add 10.0.0.7/32 via 10.0.0.7\n\
+          neigh add 10.0.0.7 lladdr 02:00:00:00:00:07 dev p0\n\
+          address del 10.0.0.1/24 dev p0");
+    assert_eq!(w.route(0, "10.0.0.7/32").unwrap().origin, Origin::STATIC);
+}
