@@ -80,6 +80,7 @@ for t in "${TARGETS[@]}"; do
         crash="none"
     else
         crash=$(grep -oE 'Test unit written to [^ ]+' "$log" | sed 's/Test unit written to //' | tail -1)
+        crash="${crash#"$ROOT/"}"
         crash="${crash:-exit $rc, see fuzz/$log}"
         failed+=("$t")
     fi
