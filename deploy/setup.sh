@@ -61,6 +61,25 @@ if ! command -v cargo >/dev/null 2>&1; then
     say "cargo: $HOME/.cargo/bin/cargo (the run and test scripts add it to PATH)"
 fi
 
+# Fuzzing (deploy/fuzz.sh, run by deploy/test.sh --short): cargo fuzz needs
+# a nightly toolchain (sanitizers, -Z flags) and the cargo-fuzz subcommand,
+# pinned so every host fuzzes with the same libFuzzer driver.
+CARGO_FUZZ_VERSION=0.13.2
+export PATH="$PATH:$HOME/.cargo/bin"
+command -v rustup >/dev/null 2>&1 \
+    || die "no rustup: the fuzz targets need a nightly toolchain; install Rust with rustup"
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    say "installing the nightly toolchain (for cargo fuzz)"
+    rustup toolchain install nightly --profile minimal >/dev/null 2>&1 \
+        || die "rustup toolchain install nightly failed"
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    say "installing cargo-fuzz $CARGO_FUZZ_VERSION (a few minutes)"
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --quiet \
+        || die "cargo install cargo-fuzz failed (is crates.io reachable?)"
+fi
+say "fuzzing: $(cargo fuzz --version) with $(cargo +nightly --version | cut -d' ' -f1-2)"
+
 if [ -n "$HUGEPAGES" ]; then
     echo "$HUGEPAGES" > /proc/sys/vm/nr_hugepages
     got=$(cat /proc/sys/vm/nr_hugepages)

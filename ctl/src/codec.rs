@@ -60,7 +60,14 @@ pub fn decode_request(line: &[u8]) -> Result<RequestLine, (u64, ErrorBody)> {
         struct IdOnly {
             id: u64,
         }
-        let id = serde_json::from_slice::<IdOnly>(line).map_or(0, |x| x.id);
+        // A derived struct also deserializes from a JSON array (`[7]`);
+        // only an object names an id.
+        let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        let id = if object {
+            serde_json::from_slice::<IdOnly>(line).map_or(0, |x| x.id)
+        } else {
+            0
+        };
         (id, e)
     })
 }
@@ -371,5 +378,17 @@ mod tests {
         assert!(e.message.contains("route_ad"), "{}", e.message);
         let (id, _) = decode_request(b"not json").unwrap_err();
         assert_eq!(id, 0);
+    }
+
+    /// Found by the wire_decode fuzz target: an array is not an object
+    /// with an id, though serde reads a struct from one.
+    #[test]
+    fn fuzz_regression_an_array_has_no_id() {
+        let (id, _) = decode_request(b"\n[\n\n\n\n7\n ] ").unwrap_err();
+        assert_eq!(id, 0);
+        let (id, _) = decode_request(b" [7, {}]").unwrap_err();
+        assert_eq!(id, 0);
+        let (id, _) = decode_request(b" {\"id\":7}").unwrap_err();
+        assert_eq!(id, 7);
     }
 }

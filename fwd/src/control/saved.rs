@@ -45,11 +45,24 @@ fn port_name(t: &Tables, p: u16) -> String {
         .map_or_else(|| format!("#{p}"), |x| x.name.clone())
 }
 
-/// The running tables as changes, in an order that replays: addresses,
-/// neighbours, named next hops, groups, routes, rules.
+/// The running tables as changes, in an order that replays: named next
+/// hops, addresses, neighbours, groups, routes, rules. Named next hops come
+/// first because addresses and neighbours allocate unnamed ones from the
+/// same id space: replayed after them, a named id can be taken already;
+/// groups come after addresses and neighbours because a group may name an
+/// unnamed next hop they create.
 pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
     use wire::Change as C;
     let mut out = Vec::new();
+    for (id, nh) in t.routing.nexthops() {
+        if state::is_user_id(id) && !t.mgmt.auto_by_id.contains_key(&id) {
+            out.push(C::NexthopAdd(wire::Nexthop {
+                id,
+                via: nh.gateway,
+                dev: port_name(t, nh.port),
+            }));
+        }
+    }
     for p in t.ports.iter() {
         for a in &p.addresses {
             out.push(C::AddressAdd(Address {
@@ -69,15 +82,6 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
     // doc). It cannot fail on changes `t` holds; if it did, the routes
     // are written as if nothing were derived.
     let derived = state::derive(t, &out).ok();
-    for (id, nh) in t.routing.nexthops() {
-        if state::is_user_id(id) && !t.mgmt.auto_by_id.contains_key(&id) {
-            out.push(C::NexthopAdd(wire::Nexthop {
-                id,
-                via: nh.gateway,
-                dev: port_name(t, nh.port),
-            }));
-        }
-    }
     for (id, g) in t.routing.groups() {
         if !state::is_user_id(id) || t.mgmt.auto_group_by_id.contains_key(&id) {
             continue;
@@ -144,4 +148,93 @@ pub fn running_text(t: &Tables, generation: u64) -> (String, usize) {
     }
     text.push_str(&format!("{TRAILER} {n} changes\n"));
     (text, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::PortInfo;
+
+    /// Applies `text` to empty tables with ports p0 and p1, saves, replays
+    /// the saved text on fresh tables, and saves again: the same text.
+    fn replays(text: &str) {
+        let tables = || {
+            let acl_w = acl::ClassifierWriter::new(acl::Config {
+                capacity: 1024,
+                ..acl::Config::default()
+            });
+            let ports = vec![
+                PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0),
+                PortInfo::new("p1", [2, 0, 0, 0, 0, 2], 0),
+            ];
+            (Tables::empty(ports, acl_w.current().clone()), acl_w)
+        };
+        let batch = ctl::text::parse_batch(text).unwrap();
+        let (base, mut acl_w) = tables();
+        let out = super::super::apply_changes(&base, &mut acl_w, &batch.changes, None).unwrap();
+        let (saved, n) = running_text(&out.tables, 1);
+        let again = ctl::text::parse_batch(&saved).unwrap();
+        assert_eq!(again.changes.len(), n);
+        let (base, mut acl_w) = tables();
+        let replayed = super::super::apply_changes(&base, &mut acl_w, &again.changes, None)
+            .unwrap_or_else(|e| panic!("{e}\n{saved}"));
+        assert_eq!(running_text(&replayed.tables, 1).0, saved);
+    }
+
+    /// Found by the saved_load fuzz target: a named next hop added before an
+    /// address was saved after it, and the address's unnamed next hop took
+    /// its id on replay, so the daemon refused its own saved state.
+    #[test]
+    fn fuzz_regression_saved_state_replays_named_next_hops_first() {
+        replays(
+            "address add 10.0.0.1/24 dev p0\n\
+                    nexthop add 2 via 2001:db8:: dev p1\n\
+                    address add 10.1.0.1/24 dev p1\n",
+        );
+    }
+
+    /// Found by the saved_load fuzz target after the fix above: a group of
+    /// the unnamed next hop an address creates was saved before the
+    /// address. Unnamed ids are now the appliance's own: such a group is
+    /// refused, so no saved state can hold one.
+    #[test]
+    fn fuzz_regression_saved_state_replays_groups_after_addresses() {
+        replays("address add 10.0.0.1/24 dev p0\nnexthop add 3 dev p0\ngroup add 10 members 3:1\n");
+        let acl_w = || {
+            acl::ClassifierWriter::new(acl::Config {
+                capacity: 16,
+                ..acl::Config::default()
+            })
+        };
+        let mut w = acl_w();
+        let base = Tables::empty(
+            vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)],
+            w.current().clone(),
+        );
+        let text = "address add 10.0.0.1/24 dev p0\n";
+        let t = super::super::apply_changes(
+            &base,
+            &mut w,
+            &ctl::text::parse_batch(text).unwrap().changes,
+            None,
+        )
+        .unwrap()
+        .tables;
+        let unnamed = *t
+            .mgmt
+            .auto_by_id
+            .keys()
+            .next()
+            .expect("the connected next hop");
+        let group = format!("group add 10 members {unnamed}:1\n");
+        let e = super::super::apply_changes(
+            &t,
+            &mut w,
+            &ctl::text::parse_batch(&group).unwrap().changes,
+            None,
+        )
+        .err()
+        .expect("a group naming an unnamed next hop is refused");
+        assert_eq!(e.kind, wire::ErrorKind::Invalid, "{e}");
+    }
 }

@@ -64,7 +64,8 @@ fn set_macs(frame: &mut [u8], dst: [u8; 6], src: [u8; 6]) -> Option<()> {
 /// flags set, target link-layer address option), in place. Handles the
 /// usual 32-byte solicitation (24 bytes + source link-layer option), which
 /// the advertisement exactly replaces; duplicate address detection probes
-/// (from `::`) and anything else return false, frame untouched.
+/// (from `::`), solicitations from a multicast source and anything else
+/// return false, frame untouched.
 pub fn nd_reply_in_place(
     frame: &mut [u8],
     p: &Parsed,
@@ -83,7 +84,10 @@ fn nd_reply(frame: &mut [u8], p: &Parsed, mac: [u8; 6], ours: impl Fn(u128) -> b
     // the packet must have come from a neighbour (hop limit 255).
     let icmp_len = (usize::from(p.l3_len) + l3).checked_sub(l4)?;
     let ns = frame.get(l4..)?.first_chunk::<32>()?;
-    if icmp_len != 32 || ns[0] != 135 || ns[1] != 0 || p.ttl != 255 || p.src_v6() == 0 {
+    // A multicast source is no neighbour (RFC 4291 2.7): the answer would
+    // be a solicited advertisement to a group, which RFC 4861 7.2.4 forbids.
+    let src_ok = p.src_v6() != 0 && p.src_v6() >> 120 != 0xff;
+    if icmp_len != 32 || ns[0] != 135 || ns[1] != 0 || p.ttl != 255 || !src_ok {
         return None;
     }
     let target: [u8; 16] = *ns.get(8..)?.first_chunk::<16>()?;
