@@ -236,6 +236,21 @@ impl Overlay {
     /// Best match with order `< bound`.
     #[inline]
     pub fn lookup(&self, k: &Key, bound: u64) -> Option<&OvRule> {
+        self.best(k, None, bound)
+    }
+
+    /// Best match with order in `(after, bound)`: the continued lookup
+    /// after a rule without a verdict. Tuples are still pruned by their
+    /// best rule against `bound`; within a tuple, rules up to `after` are
+    /// skipped.
+    pub fn lookup_after(&self, k: &Key, after: u64, bound: u64) -> Option<&OvRule> {
+        self.best(k, Some(after), bound)
+    }
+
+    /// Both lookups: with `after` absent (the first lookup, inlined) there
+    /// is no lower bound to test.
+    #[inline(always)]
+    fn best(&self, k: &Key, after: Option<u64>, bound: u64) -> Option<&OvRule> {
         let ports = k.sport as u64 | (k.dport as u64) << 16 | (k.proto as u64) << 32;
         let mut best: Option<&OvRule> = None;
         let mut bound = bound;
@@ -251,35 +266,14 @@ impl Overlay {
             if !fam_ok {
                 continue;
             }
-            if let Some(r) = t.lookup(k, ports, bound) {
-                bound = r.order;
-                best = Some(r);
-            }
-        }
-        best
-    }
-
-    /// Best match with order in `(after, bound)`: the continued lookup
-    /// after a rule without a verdict. Tuples are still pruned by their
-    /// best rule against `bound`; within a tuple, rules up to `after` are
-    /// skipped.
-    pub fn lookup_after(&self, k: &Key, after: u64, bound: u64) -> Option<&OvRule> {
-        let ports = k.sport as u64 | (k.dport as u64) << 16 | (k.proto as u64) << 32;
-        let mut best: Option<&OvRule> = None;
-        let mut bound = bound;
-        for t in &self.tuples {
-            if t.best() >= bound {
-                break;
-            }
-            let fam_ok = match t.sig.fam {
-                0 => true,
-                4 => !k.is_v6,
-                _ => k.is_v6,
+            let found = match after {
+                None => t.lookup(k, ports, bound),
+                Some(after) if t.rules.last().is_some_and(|r| r.order > after) => {
+                    t.lookup_after(k, ports, after, bound)
+                }
+                Some(_) => None,
             };
-            if !fam_ok || t.rules.last().is_none_or(|r| r.order <= after) {
-                continue;
-            }
-            if let Some(r) = t.lookup_after(k, ports, after, bound) {
+            if let Some(r) = found {
                 bound = r.order;
                 best = Some(r);
             }

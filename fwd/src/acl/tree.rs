@@ -559,18 +559,7 @@ impl<const D: usize, const B: usize> Tree<D, B> {
         let list = self.leaf_list(leaf);
         // Candidates are in base-index order.
         let start = list.partition_point(|b| b.idx < lo);
-        for b in &list[start..] {
-            if b.idx >= bound {
-                return None;
-            }
-            if b.matches(p, ex) {
-                match dead {
-                    Some(dead) if dead[(b.idx >> 6) as usize] >> (b.idx & 63) & 1 != 0 => {}
-                    _ => return Some(b.idx),
-                }
-            }
-        }
-        None
+        first_live(&list[start..], p, ex, dead, bound)
     }
 
     /// First live rule of leaf `leaf` matching the point with base index
@@ -584,19 +573,32 @@ impl<const D: usize, const B: usize> Tree<D, B> {
         dead: Option<&[u64]>,
         bound: u32,
     ) -> Option<u32> {
-        for b in self.leaf_list(leaf) {
-            if b.idx >= bound {
-                return None;
-            }
-            if b.matches(p, ex) {
-                match dead {
-                    Some(dead) if dead[(b.idx >> 6) as usize] >> (b.idx & 63) & 1 != 0 => {}
-                    _ => return Some(b.idx),
-                }
+        first_live(self.leaf_list(leaf), p, ex, dead, bound)
+    }
+}
+
+/// The first live rule of `list` (in base-index order) matching the point
+/// with base index `< bound`.
+#[inline(always)]
+fn first_live<const D: usize, const B: usize>(
+    list: &[LeafRule<B>],
+    p: &[i32; D],
+    ex: u64,
+    dead: Option<&[u64]>,
+    bound: u32,
+) -> Option<u32> {
+    for b in list {
+        if b.idx >= bound {
+            return None;
+        }
+        if b.matches(p, ex) {
+            match dead {
+                Some(dead) if dead[(b.idx >> 6) as usize] >> (b.idx & 63) & 1 != 0 => {}
+                _ => return Some(b.idx),
             }
         }
-        None
     }
+    None
 }
 
 /// Number of thresholds `< v`. Thresholds are sorted (unused ones are
