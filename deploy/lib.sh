@@ -4,6 +4,26 @@
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="$PATH:$HOME/.cargo/bin"
 
+# The external corpora (ClassBench sets, full routing tables) are found through
+# one variable, FWD_DATA: a directory holding classbench/ and routing/. When it
+# is unset, the conventional place beside the repository is used if present.
+# On success FWD_DATA is exported; otherwise corpora_missing says why and the
+# status is non-zero.
+find_corpora() {
+    if [ -z "${FWD_DATA:-}" ] && [ -d "$ROOT/../shared/data" ]; then
+        FWD_DATA="$(cd "$ROOT/../shared/data" && pwd)"
+    fi
+    if [ -z "${FWD_DATA:-}" ]; then
+        corpora_missing="FWD_DATA is not set and there is no ../shared/data beside the repository"
+        return 1
+    fi
+    if [ ! -d "$FWD_DATA" ]; then
+        corpora_missing="FWD_DATA=$FWD_DATA is not a directory"
+        return 1
+    fi
+    export FWD_DATA
+}
+
 need_root() {
     [ "$(id -u)" = 0 ] || { echo "$0: run as root (DPDK, apt-get and network namespaces need it)" >&2; exit 1; }
 }

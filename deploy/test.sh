@@ -19,6 +19,16 @@ echo "test: cargo build (the end-to-end tests run the real fwd and fwdctl binari
 cargo build --workspace --bins
 echo "test: cargo test"
 cargo test --workspace --no-fail-fast 2>&1
+# The tests that need the published corpora are ignored by a plain `cargo
+# test`; they run here when the data is there (FWD_DATA, see deploy/lib.sh).
+corpus_tests="$(cargo test -p fwd --lib corpus_ -- --ignored --list 2>/dev/null | grep -c ': test$' || true)"
+if find_corpora; then
+    echo "test: $corpus_tests corpus tests with FWD_DATA=$FWD_DATA"
+    cargo test -p fwd --lib corpus_ -- --ignored 2>&1
+else
+    echo "test: SKIPPED $corpus_tests corpus tests (ClassBench sets, full routing tables): $corpora_missing"
+    echo "test: the generated-data tests (generated_classbench_*, generated_full_tables_*) ran above"
+fi
 echo "test: fuzz targets, a short run each (deploy/fuzz.sh --short)"
 "$ROOT/deploy/fuzz.sh" --short
 echo "test: loom models of publish / quiesce / reclaim"

@@ -4,8 +4,8 @@
 //! it back as text (what `config save` does).
 //!
 //! `cargo run --release -p ctl --example bench_batch [-- FILE]`: FILE holds
-//! one IPv4 or IPv6 prefix per line (e.g. the unzipped table in
-//! ../shared/data/routing); without it, 900k distinct synthetic /24s.
+//! one IPv4 or IPv6 prefix per line (e.g. the unzipped IPv4 table of
+//! `$FWD_DATA/routing`); without it, 900k distinct synthetic /24s.
 
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Control-plane throughput through the real CLI and daemon, side by side with
 # Linux in a network namespace created here (no traffic is sent anywhere):
-#   - the full IPv4 view (shared/data/routing) as one `fwdctl -b` batch,
+#   - the full IPv4 view (\$FWD_DATA/routing) as one `fwdctl -b` batch,
 #     alone and while five other clients dump every route in a loop;
 #     `ip -batch` with the same routes;
 #   - 100k `rule add` lines in one batch; `tc -b` with 100k u32 filters.
@@ -12,7 +12,8 @@ set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
 OUT="$ROOT/bench-results/ctl.md"
-DATA="${FWD_SHARED_DATA:-$ROOT/../shared/data}"
+find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
+DATA="$FWD_DATA"
 [ -f "$DATA/routing/ipv4_fulltable_gaissmai.txt.gz" ] || { echo "no $DATA/routing" >&2; exit 1; }
 
 "$ROOT/deploy/setup.sh"
@@ -107,7 +108,7 @@ ratio=$(awk -v a="$t_busy" -v b="$t_alone" 'BEGIN { printf "%.2f", a / b }')
     echo "- command: \`deploy/bench/ctl.sh\`"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk); kernel $(uname -r)"
-    echo "- data: $NROUTES IPv4 prefixes (shared/data/routing), each \`via 10.0.1.2 dev p1\`"
+    echo "- data: $NROUTES IPv4 prefixes (\$FWD_DATA/routing), each \`via 10.0.1.2 dev p1\`"
     echo "- times are wall clock of the whole \`fwdctl\` process: parse, send, apply as one generation, publish"
     echo
     echo "| what | time (s) | goal |"

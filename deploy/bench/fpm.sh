@@ -18,8 +18,9 @@
 #                  --quick / --ingest-only: /tmp/fpmbench/fpm-quick.md,
 #                  /tmp/fpmbench/fpm-ingest.md, so the full results stay)
 #
-# Environment: FWD_ROUTING_DATA (directory with ipv4_fulltable_gaissmai.txt.gz,
-# default ../shared/data/routing beside the repository); FWD_BIN_DIR (fwd,
+# Environment: FWD_DATA (the corpora directory: routing/ holds
+# ipv4_fulltable_gaissmai.txt.gz; default ../shared/data beside the repository,
+# see find_corpora in deploy/lib.sh); FWD_BIN_DIR (fwd,
 # fwdctl, bench_fpm; default target/release, built if missing).
 #
 # Root. Everything runs in network namespaces named fpmbench-* created here
@@ -42,6 +43,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/deploy/lib.sh"
 CMDLINE="deploy/bench/fpm.sh $*"
 QUICK=0
 REPS=3
@@ -72,12 +74,11 @@ if [ -z "$OUT" ]; then
     fi
 fi
 
-DATA="${FWD_ROUTING_DATA:-$ROOT/../shared/data/routing}"
+find_corpora || { echo "$0: the full IPv4 table is needed: $corpora_missing" >&2; exit 3; }
+DATA="$FWD_DATA/routing"
 TABLE="$DATA/ipv4_fulltable_gaissmai.txt.gz"
 if [ ! -f "$TABLE" ]; then
-    echo "$0: the full IPv4 table is absent: $TABLE not found." >&2
-    echo "    Set FWD_ROUTING_DATA to the directory holding ipv4_fulltable_gaissmai.txt.gz" >&2
-    echo "    (default: ../shared/data/routing beside the repository)." >&2
+    echo "$0: the full IPv4 table is absent: $TABLE not found (FWD_DATA)." >&2
     exit 3
 fi
 
@@ -830,7 +831,7 @@ p(f"- FRR: {meta['frr']} (Debian 12 package); speaker: FRR bgpd `--no_zebra` "
   f"(AS 65002, one `network` line per prefix, all with the same attributes, so bgpd packs "
   f"them into full 4 KB UPDATEs: the fastest feed, the hardest case for the receiver)")
 p(f"- data: the first {N:,} prefixes of ipv4_fulltable_gaissmai.txt.gz "
-  f"(FWD_ROUTING_DATA); {meta['reps']} repetitions of each measurement, interleaved; "
+  f"($FWD_DATA/routing); {meta['reps']} repetitions of each measurement, interleaved; "
   f"min / median / max shown")
 p("")
 p("## End to end: from the speaker's `no neighbor shutdown` (t0) until all routes are in\n")

@@ -7,12 +7,14 @@
 //! (versions, quiescence, reclamation), [`control`] (the control lcore, the
 //! single writer), [`fpm`] (FRR zebra's route stream, decoded),
 //! [`hostif`] (the ports' kernel interfaces and the host thread), [`dpdk`]
-//! (safe wrappers; with `qsbr` and `hostif::tap` the only `unsafe`).
+//! (safe wrappers; with `qsbr` and `hostif::tap` the only `unsafe`), and
+//! [`corpus`] (where tests and benchmarks find the external data sets).
 #![deny(unsafe_code)]
 
 pub mod acl;
 pub mod config;
 pub mod control;
+pub mod corpus;
 pub mod dpdk;
 pub mod fpm;
 pub mod hostif;

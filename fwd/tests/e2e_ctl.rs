@@ -273,7 +273,7 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
     assert!(st.contains("\"workers\"") && st.contains("worker0"), "{st}");
 
     // A peer that is neither root, the daemon's user nor in its group is refused.
-    let o = Command::new(fwdctl_bin())
+    let o = Command::new(fwdctl_for_anyone(&dir.0))
         .arg("-s")
         .arg(&sock)
         .arg("status")

@@ -49,7 +49,8 @@ fn start(tag: &str, extra: &str) -> (TempDir, Daemon) {
 
 /// `fwdctl` as `uid` with primary group `gid` and supplementary `groups`.
 fn fwdctl_as(uid: u32, gid: u32, groups: &[u32], sock: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(fwdctl_bin());
+    // A copy beside the socket: the build tree may be private.
+    let mut c = Command::new(fwdctl_for_anyone(sock.parent().unwrap()));
     c.arg("-s").arg(sock).args(args);
     let groups: Vec<libc::gid_t> = groups.to_vec();
     // SAFETY: between fork and exec only async-signal-safe calls are made

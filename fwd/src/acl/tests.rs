@@ -578,26 +578,14 @@ fn replace_keeps_slot_and_precedence_ties_by_id() {
 }
 
 // ---------- ClassBench ----------
+//
+// The same checks run on two inputs: ClassBench text generated here (every
+// run), and the published rule sets and traces (`corpus_*`, ignored unless the
+// test command finds the corpora through `FWD_DATA`, see [`crate::corpus`]).
 
-/// The ClassBench files live in the shared data directory beside the
-/// repository (`<repo>/../shared/data/classbench`), or where
-/// `ACL_CLASSBENCH_DIR` points.
-fn data_dir() -> std::path::PathBuf {
-    if let Some(d) = std::env::var_os("ACL_CLASSBENCH_DIR") {
-        return d.into();
-    }
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/classbench")
-}
-
-fn load(path: &str) -> Option<String> {
-    match std::fs::read_to_string(data_dir().join(path)) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            // The data set lives outside the repository; say so loudly.
-            eprintln!("ClassBench file {path} unavailable ({e}); skipping");
-            None
-        }
-    }
+fn corpus(path: &str) -> String {
+    let p = crate::corpus::require("classbench").join(path);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 fn build(rules: &[Rule], cfg: Config) -> Arc<Classifier> {
@@ -620,43 +608,29 @@ fn ids(c: &Classifier, keys: &[Key]) -> Vec<Option<RuleId>> {
     out.iter().map(|m| m.map(|e| e.id())).collect()
 }
 
-#[test]
-fn hypersplit_acl1_full_trace_matches_expected() {
-    let (Some(rs), Some(tr)) = (
-        load("hypersplit/acl1_10K"),
-        load("hypersplit/acl1_10K_trace"),
-    ) else {
-        return;
-    };
-    let rules = parse_rules(&rs).unwrap();
-    let trace = parse_trace(&tr).unwrap();
-    assert_eq!((rules.len(), trace.len()), (9603, 97000));
-    let c = build(&rules, Config::default());
+/// Every header of a first-match trace (6 fields) gets exactly its expected rule.
+fn check_first_match_trace(rules: &[Rule], trace: &[TraceEntry]) {
+    let c = build(rules, Config::default());
     let keys: Vec<Key> = trace.iter().map(|t| t.key).collect();
     let got = ids(&c, &keys);
     for (i, (t, g)) in trace.iter().zip(&got).enumerate() {
         let want = match t.tag {
             TraceTag::FirstMatch(id) => Some(id),
             TraceTag::NoMatch => None,
-            TraceTag::Generator(_) => unreachable!(),
+            TraceTag::Generator(_) => panic!("trace line {}: not a first-match trace", i + 1),
         };
         assert_eq!(*g, want, "trace line {}", i + 1);
     }
 }
 
-#[test]
-fn lyxocs_acl2_trace_reference_sample_and_self_consistent() {
-    let (Some(rs), Some(tr)) = (load("lyxocs/acl2_10k"), load("lyxocs/acl2_10k_trace")) else {
-        return;
-    };
-    let rules = parse_rules(&rs).unwrap();
-    let trace = parse_trace(&tr).unwrap();
+/// A generator trace (7 fields): a sample against the linear reference, the
+/// generating rule matches its header and is never beaten by a later rule,
+/// and an independently built tuple-space-only version agrees on all of it.
+fn check_generator_trace(rules: &[Rule], trace: &[TraceEntry]) {
     let keys: Vec<Key> = trace.iter().map(|t| t.key).collect();
-    let tree = build(&rules, Config::default());
+    let tree = build(rules, Config::default());
     let got = ids(&tree, &keys);
-    // Sample (every 37th header) against the linear reference; the
-    // generating rule must match its header.
-    let lin = Linear::new(&rules);
+    let lin = Linear::new(rules);
     for (i, t) in trace.iter().enumerate().step_by(37) {
         assert_eq!(
             got[i],
@@ -669,18 +643,14 @@ fn lyxocs_acl2_trace_reference_sample_and_self_consistent() {
             assert!(got[i].unwrap() <= g);
         }
     }
-    // Full trace: an independently built tuple-space-only version agrees.
-    let tm = build(&rules, tm_only());
+    let tm = build(rules, tm_only());
     assert_eq!(tm.stats().base_rules, 0);
     assert_eq!(ids(&tm, &keys), got);
 }
 
-#[test]
-fn lyxocs_acl1_with_churn() {
-    let Some(rs) = load("lyxocs/acl1_10k") else {
-        return;
-    };
-    let rules = parse_rules(&rs).unwrap();
+/// Corners of every 7th rule's box, through a churn batch into the overlay
+/// and a compaction, against the linear reference at each version.
+fn check_churn(rules: &[Rule]) {
     // No trace ships for this set: headers are the low and high corners of
     // every 7th rule's box (plus the rule's exact proto).
     let keys: Vec<Key> = rules
@@ -715,7 +685,7 @@ fn lyxocs_acl1_with_churn() {
     let mut w = ClassifierWriter::new(Config::default());
     let batch: Vec<Update> = rules.iter().cloned().map(Update::Insert).collect();
     let v0 = w.apply(&batch).unwrap().version;
-    let lin = Linear::new(&rules);
+    let lin = Linear::new(rules);
     let want0: Vec<Option<RuleId>> = keys
         .iter()
         .map(|k| lin.classify(k).map(|x| x as u32))
@@ -748,4 +718,188 @@ fn lyxocs_acl1_with_churn() {
     assert_eq!(ids(&w.compact(), &keys), want1);
     // The first version is untouched.
     assert_eq!(ids(&v0, &keys), want0);
+}
+
+#[test]
+#[ignore = "needs the ClassBench corpora (FWD_DATA); deploy/test.sh runs it when present"]
+fn corpus_hypersplit_acl1_full_trace_matches_expected() {
+    let rules = parse_rules(&corpus("hypersplit/acl1_10K")).unwrap();
+    let trace = parse_trace(&corpus("hypersplit/acl1_10K_trace")).unwrap();
+    assert_eq!((rules.len(), trace.len()), (9603, 97000));
+    check_first_match_trace(&rules, &trace);
+}
+
+#[test]
+#[ignore = "needs the ClassBench corpora (FWD_DATA); deploy/test.sh runs it when present"]
+fn corpus_lyxocs_acl2_trace_reference_sample_and_self_consistent() {
+    let rules = parse_rules(&corpus("lyxocs/acl2_10k")).unwrap();
+    let trace = parse_trace(&corpus("lyxocs/acl2_10k_trace")).unwrap();
+    check_generator_trace(&rules, &trace);
+}
+
+#[test]
+#[ignore = "needs the ClassBench corpora (FWD_DATA); deploy/test.sh runs it when present"]
+fn corpus_lyxocs_acl1_with_churn() {
+    check_churn(&parse_rules(&corpus("lyxocs/acl1_10k")).unwrap());
+}
+
+/// ClassBench-like text: rules clustered on a few address blocks (so boxes
+/// nest and overlap), exact and ranged ports, TCP/UDP/any, in both file
+/// variants, with traces of both kinds.
+struct Generated {
+    /// 5 space-separated fields (the hypersplit variant).
+    plain: String,
+    /// 6 TAB-separated fields with flags (the db_generator variant).
+    tabbed: String,
+}
+
+fn generate_rules(n: usize, seed: u64) -> Generated {
+    let mut rng = SplitMix(seed);
+    let blocks: Vec<u32> = (0..12).map(|_| rng.next() as u32).collect();
+    let mut plain = String::new();
+    let mut tabbed = String::new();
+    for _ in 0..n {
+        // Sources may be wild; destinations are at least a /8, so that
+        // random headers also miss every rule.
+        let prefix = |rng: &mut SplitMix, min: u32| {
+            let len = [0, 8, 16, 16, 24, 24, 24, 28, 32, 32][rng.below(10) as usize].max(min);
+            let base = blocks[rng.below(blocks.len() as u64) as usize] ^ (rng.next() as u32 >> 12);
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+            format!("{}/{len}", Ipv4Addr::from(base & mask))
+        };
+        let (src, dst) = (prefix(&mut rng, 0), prefix(&mut rng, 8));
+        let ports = |rng: &mut SplitMix| match rng.below(4) {
+            0 => "0 : 65535".to_string(),
+            1 => {
+                let p = [22, 53, 80, 443, 8080][rng.below(5) as usize];
+                format!("{p} : {p}")
+            }
+            2 => "1024 : 65535".to_string(),
+            _ => {
+                let lo = rng.below(60_000) as u16;
+                format!("{lo} : {}", lo + rng.below(3000) as u16)
+            }
+        };
+        let (sp, dp) = (ports(&mut rng), ports(&mut rng));
+        let proto = ["0x06/0xFF", "0x11/0xFF", "0x00/0x00"][rng.below(3) as usize];
+        let flags = ["0x0000/0x0000", "0x1000/0x1000", "0x0002/0x00FF"][rng.below(3) as usize];
+        plain.push_str(&format!("@{src} {dst} {sp} {dp} {proto}\n"));
+        tabbed.push_str(&format!("@{src}\t{dst}\t{sp}\t{dp}\t{proto}\t{flags}\t\n"));
+    }
+    Generated { plain, tabbed }
+}
+
+/// A header inside rule `r`'s box (random bits where it is wild).
+fn point_in_rule(r: &Rule, rng: &mut SplitMix) -> Key {
+    let m = &r.matches;
+    let within = |p: Option<IpPrefix>, rng: &mut SplitMix| {
+        let (a, l) = p.map_or((0, 0), |p| p.to_bits());
+        let host = if l >= 32 { 0 } else { u32::MAX >> l };
+        (a as u32 & !host) | (rng.next() as u32 & host)
+    };
+    let port =
+        |p: PortRange, rng: &mut SplitMix| p.lo + rng.below(u64::from(p.hi - p.lo) + 1) as u16;
+    Key {
+        src: u128::from(within(m.src, rng)),
+        dst: u128::from(within(m.dst, rng)),
+        sport: port(m.sport, rng),
+        dport: port(m.dport, rng),
+        proto: if m.proto.mask == 0 {
+            [6, 17, 1][rng.below(3) as usize]
+        } else {
+            m.proto.value
+        },
+        tcp_flags: (m.tcp_flags.value & m.tcp_flags.mask) | (rng.next() as u8 & !m.tcp_flags.mask),
+        ..Key::default()
+    }
+}
+
+/// A 6-field first-match trace (1-based, 0 for none) written with the
+/// linear reference, mixing points inside rules with random headers.
+fn first_match_trace(rules: &[Rule], n: usize, rng: &mut SplitMix) -> String {
+    let lin = Linear::new(rules);
+    let mut out = String::new();
+    for i in 0..n {
+        let k = if i % 5 == 4 {
+            Key {
+                src: u128::from(rng.next() as u32),
+                dst: u128::from(rng.next() as u32),
+                sport: rng.next() as u16,
+                dport: rng.next() as u16,
+                proto: [6, 17][rng.below(2) as usize],
+                ..Key::default()
+            }
+        } else {
+            point_in_rule(&rules[rng.below(rules.len() as u64) as usize], rng)
+        };
+        // This variant carries no flags column.
+        let k = Key { tcp_flags: 0, ..k };
+        let m = lin.classify(&k).map_or(0, |x| rules[x].id + 1);
+        out.push_str(&format!(
+            "{} {} {} {} {} {m}\n",
+            k.src, k.dst, k.sport, k.dport, k.proto
+        ));
+    }
+    out
+}
+
+/// A 7-field generator trace: each header's last column is its rule.
+fn generator_trace(rules: &[Rule], n: usize, rng: &mut SplitMix) -> String {
+    let mut out = String::new();
+    for _ in 0..n {
+        let g = rng.below(rules.len() as u64) as usize;
+        let mut k = point_in_rule(&rules[g], rng);
+        // The flags column carries the header's TCP flags in its high half.
+        k.tcp_flags = rules[g].matches.tcp_flags.value & rules[g].matches.tcp_flags.mask;
+        let flags = u32::from(k.tcp_flags) << 16;
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{flags}\t{g}\n",
+            k.src, k.dst, k.sport, k.dport, k.proto
+        ));
+    }
+    out
+}
+
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn generated_classbench_first_match_trace_matches_expected() {
+    let mut rng = SplitMix(0xC1A5_5BE7);
+    let rules = parse_rules(&generate_rules(3000, 1).plain).unwrap();
+    assert_eq!(rules.len(), 3000);
+    let trace = parse_trace(&first_match_trace(&rules, 20_000, &mut rng)).unwrap();
+    assert!(trace.iter().any(|t| t.tag == TraceTag::NoMatch));
+    assert!(trace
+        .iter()
+        .any(|t| matches!(t.tag, TraceTag::FirstMatch(_))));
+    check_first_match_trace(&rules, &trace);
+}
+
+#[test]
+fn generated_classbench_generator_trace_reference_sample_and_self_consistent() {
+    let mut rng = SplitMix(0x7ACE);
+    let rules = parse_rules(&generate_rules(3000, 2).tabbed).unwrap();
+    let trace = parse_trace(&generator_trace(&rules, 20_000, &mut rng)).unwrap();
+    assert!(trace
+        .iter()
+        .all(|t| matches!(t.tag, TraceTag::Generator(_))));
+    check_generator_trace(&rules, &trace);
+}
+
+#[test]
+fn generated_classbench_with_churn() {
+    check_churn(&parse_rules(&generate_rules(3000, 3).plain).unwrap());
 }

@@ -3,7 +3,7 @@
 //!
 //! Run (release, pinned to one CPU):
 //! `taskset -c 1 target/release/bench_acl [DATA_DIR] > report.md`;
-//! `DATA_DIR` defaults to `<repo>/../shared/data/classbench`. Tuning aids:
+//! `DATA_DIR` defaults to `$FWD_DATA/classbench` (see `fwd::corpus`). Tuning aids:
 //! `BENCH_ACL_SWEEP=1` (tree parameters), `BENCH_ACL_OVERLAY=1` (cost of a
 //! 64-rule overlay). DPDK is run as
 //! `dpdk-test-acl -l 1 --no-pci --no-huge -m 1024 --no-shconf --no-telemetry`
@@ -337,8 +337,13 @@ fn mb(b: u64) -> String {
 }
 
 fn main() {
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/classbench");
-    let data = std::env::args().nth(1).map_or(beside, PathBuf::from);
+    let data = match std::env::args().nth(1) {
+        Some(d) => PathBuf::from(d),
+        None => fwd::corpus::dir("classbench").unwrap_or_else(|e| {
+            eprintln!("bench_acl: {e} (or give the ClassBench directory as the argument)");
+            std::process::exit(2)
+        }),
+    };
     if std::env::var_os("BENCH_ACL_OVERLAY").is_some() {
         let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
         let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");

@@ -10,10 +10,10 @@
 //! ```text
 //! cargo run --release --bin bench_fpm [-- --data DIR] [--rounds N]
 //! ```
-//! `DIR` (default `$FWD_ROUTING_DATA`, else `../shared/data/routing` beside
-//! the repository) holds `ipv4_fulltable_gaissmai.txt.gz` and
-//! `ipv6_fulltable_gaissmai.txt`; without them a synthetic table of 900k
-//! IPv4 /24s is used (said so in the output).
+//! `DIR` (default `$FWD_DATA/routing`, see `fwd::corpus`) holds
+//! `ipv4_fulltable_gaissmai.txt.gz` and `ipv6_fulltable_gaissmai.txt`;
+//! without them a synthetic table of 900k IPv4 /24s is used (said so in the
+//! output).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -40,19 +40,16 @@ fn prefixes(dir: &Path) -> (Vec<Prefix>, String) {
             a.extend(b);
             (a, what)
         }
-        _ => {
-            let a: Vec<Prefix> = (0..900_000u32)
-                .map(|i| Prefix::V4(fwd::route::Prefix4::new((0x0100_0000 + i) << 8, 24).unwrap()))
-                .collect();
-            (
-                a,
-                format!(
-                    "SYNTHETIC 900k IPv4 /24s ({} not found; set FWD_ROUTING_DATA)",
-                    dir.display()
-                ),
-            )
-        }
+        (Err(e), _) | (_, Err(e)) => synthetic(&format!("{}: {e}", dir.display())),
     }
+}
+
+/// 900k distinct IPv4 /24s, with the reason the real table was not used.
+fn synthetic(why: &str) -> (Vec<Prefix>, String) {
+    let a: Vec<Prefix> = (0..900_000u32)
+        .map(|i| Prefix::V4(fwd::route::Prefix4::new((0x0100_0000 + i) << 8, 24).unwrap()))
+        .collect();
+    (a, format!("SYNTHETIC 900k IPv4 /24s ({why})"))
 }
 
 fn stream(prefixes: &[Prefix], op: RouteOp) -> Vec<u8> {
@@ -147,7 +144,7 @@ fn ingest(
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut data: Option<PathBuf> = std::env::var_os("FWD_ROUTING_DATA").map(PathBuf::from);
+    let mut data: Option<PathBuf> = None;
     let mut rounds = 3;
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -159,9 +156,10 @@ fn main() {
             }
         }
     }
-    let dir = data
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/routing"));
-    let (pfx, what) = prefixes(&dir);
+    let (pfx, what) = match data.map_or_else(|| fwd::corpus::dir("routing"), Ok) {
+        Ok(dir) => prefixes(&dir),
+        Err(e) => synthetic(&e),
+    };
     let n = pfx.len() as f64;
     let adds = stream(&pfx, RouteOp::Add);
     let dels = stream(&pfx, RouteOp::Del);

@@ -1,6 +1,6 @@
 //! Benchmark of the routing tables (`fwd::route`): load, delete, lookup, updates
 //! under a concurrent reader, on the real full IPv4 (901,899) and IPv6 (160,147)
-//! tables of `shared/data/routing`.
+//! tables of `$FWD_DATA/routing` (see `fwd::corpus`), or `--data DIR`.
 //!
 //! ```text
 //! bench_route [--data DIR] [--dpdk-files DIR] [--quick]
@@ -12,7 +12,7 @@
 use std::hint::black_box;
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -263,7 +263,7 @@ fn churn(start: &Routing, batches: &[Vec<RouteChange>], dsts: &[u32]) -> (f64, f
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut data: Option<PathBuf> = std::env::var_os("FWD_ROUTING_DATA").map(PathBuf::from);
+    let mut data: Option<PathBuf> = None;
     let mut dpdk: Option<PathBuf> = None;
     let mut quick = false;
     let mut only: Option<String> = None;
@@ -282,8 +282,12 @@ fn main() {
             }
         }
     }
-    let data = data
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/routing"));
+    let data = data.unwrap_or_else(|| {
+        fwd::corpus::dir("routing").unwrap_or_else(|e| {
+            eprintln!("bench_route: {e} (or pass --data DIR)");
+            std::process::exit(2)
+        })
+    });
 
     println!("# bench_route\n");
     let t = Instant::now();

@@ -1,7 +1,6 @@
 //! Tests of the whole module against the reference LPM.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
 
 use proptest::prelude::*;
 
@@ -784,14 +783,79 @@ fn vrfs_are_separate() {
 // ---------------------------------------------------------------------------
 // The real full tables.
 
-pub(crate) fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("FWD_ROUTING_DATA") {
-        return PathBuf::from(d);
+/// The published full tables (`$FWD_DATA/routing`, see [`crate::corpus`]).
+fn corpus_tables() -> (Vec<Prefix>, Vec<Prefix>) {
+    let dir = crate::corpus::require("routing");
+    let read = |name: &str| {
+        let p = dir.join(name);
+        loader::read_prefixes(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    };
+    (
+        read("ipv4_fulltable_gaissmai.txt.gz"),
+        read("ipv6_fulltable_gaissmai.txt"),
+    )
+}
+
+/// A generated table shaped like the Internet's (mostly /24 and /16–/23 in
+/// IPv4, /32–/48 in IPv6, nested more-specifics), written to files (the IPv4
+/// one gzipped) and read back through the loader like the corpus.
+fn generated_tables(n4: usize, n6: usize) -> (Vec<Prefix>, Vec<Prefix>) {
+    use std::collections::HashSet;
+    use std::io::Write;
+    let mut x = 0x0DDB_A110_u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut seen4 = HashSet::new();
+    let mut text4 = String::new();
+    while seen4.len() < n4 {
+        let k = rnd();
+        let len = [
+            8, 12, 16, 19, 20, 22, 22, 23, 24, 24, 24, 24, 24, 24, 28, 32,
+        ][(k % 16) as usize];
+        let p = Prefix4::new_truncate((k >> 32) as u32, len).unwrap();
+        if seen4.insert(p) {
+            text4.push_str(&format!("{}/{}\n", Ipv4Addr::from(p.addr()), p.len()));
+        }
     }
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/routing"
-    ))
+    let mut seen6 = HashSet::new();
+    let mut text6 = String::from("# generated\n");
+    while seen6.len() < n6 {
+        let k = rnd();
+        let len = [
+            20, 29, 32, 32, 36, 40, 44, 48, 48, 48, 48, 56, 64, 64, 96, 128,
+        ][(k % 16) as usize];
+        // Inside 2000::/4, like the global unicast table.
+        let a = (0x2u128 << 124) | (u128::from(rnd()) << 60 >> 4) | u128::from(rnd());
+        let p = Prefix6::new_truncate(a, len).unwrap();
+        if seen6.insert(p) {
+            text6.push_str(&format!(
+                "{}/{}\n",
+                std::net::Ipv6Addr::from(p.addr()),
+                p.len()
+            ));
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("fwd-route-gen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f4 = dir.join("v4.txt.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&f4).unwrap(),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(text4.as_bytes()).unwrap();
+    gz.finish().unwrap();
+    let f6 = dir.join("v6.txt");
+    std::fs::write(&f6, text6).unwrap();
+    let got = (
+        loader::read_prefixes(&f4).unwrap(),
+        loader::read_prefixes(&f6).unwrap(),
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    got
 }
 
 /// Deterministic next hop of a prefix among 16.
@@ -805,14 +869,27 @@ fn nh_of(p: &Prefix) -> NhId {
 }
 
 #[test]
-fn full_tables_match_reference_and_delete_to_baseline() {
-    let dir = data_dir();
-    let v4 = loader::read_prefixes(&dir.join("ipv4_fulltable_gaissmai.txt.gz"))
-        .unwrap_or_else(|e| panic!("{}: {e} (set FWD_ROUTING_DATA)", dir.display()));
-    let v6 = loader::read_prefixes(&dir.join("ipv6_fulltable_gaissmai.txt")).unwrap();
+#[ignore = "needs the routing corpora (FWD_DATA); deploy/test.sh runs it when present"]
+fn corpus_full_tables_match_reference_and_delete_to_baseline() {
+    let (v4, v6) = corpus_tables();
     assert_eq!(v4.len(), 901_899);
     assert_eq!(v6.len(), 160_147);
+    let bytes = check_full_tables(&v4, &v6);
+    assert!(bytes < 200 << 20, "{bytes} bytes");
+}
 
+#[test]
+fn generated_full_tables_match_reference_and_delete_to_baseline() {
+    let (v4, v6) = generated_tables(150_000, 30_000);
+    assert_eq!((v4.len(), v6.len()), (150_000, 30_000));
+    check_full_tables(&v4, &v6);
+}
+
+/// Loads `v4` and `v6` (distinct prefixes) into VRF 0 in one transaction,
+/// checks ~100k lookups and the dump against the reference, deletes it all
+/// in one batch back to the empty table's memory, and returns the loaded
+/// version's size in bytes.
+fn check_full_tables(v4: &[Prefix], v6: &[Prefix]) -> usize {
     let mut b: Vec<RouteChange> = (0..16)
         .map(|i| RouteChange::NhAdd {
             id: i,
@@ -836,9 +913,8 @@ fn full_tables_match_reference_and_delete_to_baseline() {
     }
     let r = t.commit();
     let st = r.stats();
-    assert_eq!(st.vrfs[0].routes4, 901_899);
-    assert_eq!(st.vrfs[0].routes6, 160_147);
-    assert!(st.total_bytes < 200 << 20, "{st:?}");
+    assert_eq!(st.vrfs[0].routes4, v4.len());
+    assert_eq!(st.vrfs[0].routes6, v6.len());
 
     // ~100k lookups: random addresses and addresses inside the table's prefixes.
     let mut x = 0x1234_5678_9abc_def1u64;
@@ -899,6 +975,7 @@ fn full_tables_match_reference_and_delete_to_baseline() {
     assert_eq!(est.total_bytes, baseline.total_bytes);
     // and the loaded version is untouched by that
     assert_eq!(r.stats().vrfs, st.vrfs);
+    st.total_bytes
 }
 
 #[test]

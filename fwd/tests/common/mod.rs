@@ -39,6 +39,26 @@ pub fn fwdctl_bin() -> PathBuf {
     Path::new(fwd_bin()).with_file_name("fwdctl")
 }
 
+/// `fwdctl` as any user may run it: a copy in `dir`, which is made
+/// searchable. The build tree may sit in a private directory (a clone in a
+/// 0700 home or `mktemp -d`) that an unprivileged peer cannot enter.
+pub fn fwdctl_for_anyone(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let to = dir.join("fwdctl-for-anyone");
+    if !to.exists() {
+        // Copied aside and renamed: concurrent callers never run a partial copy.
+        let tmp = dir.join(format!(
+            "fwdctl-for-anyone.{:?}",
+            std::thread::current().id()
+        ));
+        std::fs::copy(fwdctl_bin(), &tmp).expect("copy fwdctl");
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &to).expect("rename fwdctl");
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    to
+}
+
 /// The EAL settings every test config uses: no hugepages, own prefix.
 pub fn eal_yaml(tag: &str) -> String {
     format!(
