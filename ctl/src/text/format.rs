@@ -9,8 +9,8 @@ use std::fmt::{self, Display, Formatter};
 
 use super::parse::PROTOCOLS;
 use crate::wire::{
-    Action, Change, Group, GroupMember, Masked, Neigh, Nexthop, PortRange, Rate, Route, RouteDel,
-    RouteTarget, Rule, RuleMatch,
+    Action, Change, Family, Group, GroupMember, Masked, Neigh, Nexthop, PortRange, Rate, Route,
+    RouteDel, RouteFilter, RouteTarget, Rule, RuleMatch,
 };
 
 impl Display for Change {
@@ -23,6 +23,7 @@ impl Display for Change {
             Change::RouteAdd(r) => write!(f, "route add {r}"),
             Change::RouteReplace(r) => write!(f, "route replace {r}"),
             Change::RouteDel(d) => write!(f, "route del {d}"),
+            Change::RouteFlush(s) => write!(f, "route flush{s}"),
             Change::NexthopAdd(n) => write!(f, "nexthop add {n}"),
             Change::NexthopReplace(n) => write!(f, "nexthop replace {n}"),
             Change::NexthopDel { id } => write!(f, "nexthop del id {id}"),
@@ -202,6 +203,27 @@ impl Display for RouteDel {
         }
         if let Some(t) = &self.target {
             write!(f, " {t}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The selectors, each with a leading space (none: empty).
+impl Display for RouteFilter {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if let Some(t) = self.table {
+            write!(f, " table {t}")?;
+        }
+        match self.family {
+            Some(Family::Ipv4) => f.write_str(" v4")?,
+            Some(Family::Ipv6) => f.write_str(" v6")?,
+            None => {}
+        }
+        if let Some(p) = &self.proto {
+            write!(f, " proto {p}")?;
+        }
+        if let Some(n) = self.within {
+            write!(f, " within {n}")?;
         }
         Ok(())
     }

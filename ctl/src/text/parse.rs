@@ -9,8 +9,8 @@ use std::net::IpAddr;
 
 use crate::wire::{
     parse_addr, Action, Address, Change, Family, Group, GroupMember, IpNet, Mac, Masked, Neigh,
-    NextHopSpec, Nexthop, Police, PortRange, Rate, Request, Route, RouteDel, RouteTarget, Rule,
-    RuleMatch,
+    NextHopSpec, Nexthop, Police, PortRange, Rate, Request, Route, RouteDel, RouteFilter,
+    RouteTarget, Rule, RuleMatch,
 };
 
 /// A command line or batch line that does not parse. The message names the
@@ -208,8 +208,18 @@ impl<'a> Words<'a, '_> {
     }
 
     fn unknown(&self, w: &str, expected: &str) -> ParseError {
+        // One word for a routing table everywhere (config, CLI, output), as
+        // iproute2 has it; operators coming from VPP or grout type `vrf`.
+        let hint = if w == "vrf" {
+            "; routing tables (VRFs) are named 'table N' here"
+        } else {
+            ""
+        };
         ParseError::new(
-            format!("{}: unknown keyword '{w}' (expected {expected})", self.ctx),
+            format!(
+                "{}: unknown keyword '{w}' (expected {expected}){hint}",
+                self.ctx
+            ),
             Some(w),
         )
     }
@@ -412,7 +422,11 @@ fn verb_of(
 const ROUTE_KEYS: &str = "table, via, dev, nhid, nexthop-group, blackhole, reject or local";
 
 fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("route", verb, &["add", "del", "replace", "show", "get"])?;
+    let v = verb_of(
+        "route",
+        verb,
+        &["add", "del", "replace", "show", "get", "flush"],
+    )?;
     w.ctx = match v {
         "add" => "route add",
         "del" => "route del",
@@ -451,7 +465,7 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
             let mut table = None;
             while let Some(k) = w.next() {
                 match k {
-                    "table" | "vrf" => {
+                    "table" => {
                         let t = w.u32(k)?;
                         w.set(&mut table, k, t)?;
                     }
@@ -463,35 +477,14 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
                 table: table.unwrap_or(0),
             }))
         }
+        "flush" => Ok(Parsed::Change(Change::RouteFlush(route_filter(w)?))),
         _ => {
-            let (mut table, mut family, mut within, mut proto) = (None, None, None, None);
-            while let Some(k) = w.next() {
-                match k {
-                    "table" | "vrf" => {
-                        let t = w.value(k)?;
-                        if t != "all" {
-                            let t = w.uint(k, t, u64::from(u32::MAX))? as u32;
-                            w.set(&mut table, k, t)?;
-                        }
-                    }
-                    "v4" | "-4" | "inet" | "ipv4" => w.set(&mut family, k, Family::Ipv4)?,
-                    "v6" | "-6" | "inet6" | "ipv6" => w.set(&mut family, k, Family::Ipv6)?,
-                    "proto" | "protocol" => {
-                        let p = w.name(k)?;
-                        w.set(&mut proto, k, p)?;
-                    }
-                    "within" | "root" => {
-                        let p = w.value(k)?;
-                        let p = w.prefix("prefix", p)?;
-                        w.set(&mut within, k, p)?;
-                    }
-                    _ if k.contains('/') || parse_addr(k).is_some() || k == "default" => {
-                        let p = w.prefix("prefix", k)?;
-                        w.set(&mut within, "within", p)?;
-                    }
-                    _ => return Err(w.unknown(k, "table, v4, v6, proto or a prefix")),
-                }
-            }
+            let RouteFilter {
+                table,
+                family,
+                within,
+                proto,
+            } = route_filter(w)?;
             Ok(Parsed::Query(Request::RouteShow {
                 table,
                 family,
@@ -500,6 +493,45 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
             }))
         }
     }
+}
+
+/// The selectors of `route show` and `route flush`:
+/// `[table N|all] [v4|v6] [proto P] [within] PREFIX`.
+fn route_filter(w: &mut Words<'_, '_>) -> Result<RouteFilter, ParseError> {
+    let (mut table, mut family, mut within, mut proto) = (None, None, None, None);
+    while let Some(k) = w.next() {
+        match k {
+            "table" => {
+                let t = w.value(k)?;
+                if t != "all" {
+                    let t = w.uint(k, t, u64::from(u32::MAX))? as u32;
+                    w.set(&mut table, k, t)?;
+                }
+            }
+            "v4" | "-4" | "inet" | "ipv4" => w.set(&mut family, k, Family::Ipv4)?,
+            "v6" | "-6" | "inet6" | "ipv6" => w.set(&mut family, k, Family::Ipv6)?,
+            "proto" | "protocol" => {
+                let p = w.name(k)?;
+                w.set(&mut proto, k, p)?;
+            }
+            "within" | "root" => {
+                let p = w.value(k)?;
+                let p = w.prefix("prefix", p)?;
+                w.set(&mut within, k, p)?;
+            }
+            _ if k.contains('/') || parse_addr(k).is_some() || k == "default" => {
+                let p = w.prefix("prefix", k)?;
+                w.set(&mut within, "within", p)?;
+            }
+            _ => return Err(w.unknown(k, "table, v4, v6, proto or a prefix")),
+        }
+    }
+    Ok(RouteFilter {
+        table,
+        family,
+        within,
+        proto,
+    })
 }
 
 const SPECIAL: [&str; 5] = ["blackhole", "reject", "unreachable", "prohibit", "local"];
@@ -541,7 +573,7 @@ fn route_spec(w: &mut Words<'_, '_>, is_del: bool) -> Result<RouteSpec, ParseErr
                 }
                 paths.push(next_hop_spec(w)?);
             }
-            "table" | "vrf" => {
+            "table" => {
                 let t = w.u32(k)?;
                 w.set(&mut table, k, t)?;
             }
@@ -864,7 +896,7 @@ fn actions_list(w: &mut Words<'_, '_>, out: &mut Vec<Action>) -> Result<(), Pars
             "redirect" => Action::Redirect(w.name(k)?),
             "mirror" => Action::Mirror(w.name(k)?),
             "nexthop" | "nhid" => Action::Nexthop(w.u32(k)?),
-            "table" | "vrf" => Action::Table(w.u32(k)?),
+            "table" => Action::Table(w.u32(k)?),
             "set-dscp" | "set_dscp" => {
                 let v = w.value(k)?;
                 Action::SetDscp(dscp(w, k, v)?)

@@ -225,7 +225,7 @@ fn bad_routes_name_the_word() {
     );
     bad("route add 10.0.0.0/8 table -1 blackhole", "-1");
     bad("route get 10.1.2.3/32", "10.1.2.3/32");
-    bad("route flush", "flush");
+    bad("route flush tabel 1", "tabel");
     bad("route show tabel 3", "tabel");
     bad("routez show", "routez");
     bad("fwdctl route show", "fwdctl");
@@ -330,6 +330,26 @@ fn rules() {
     assert_eq!(chg("rule del 7"), Change::RuleDel { id: 7 });
     assert_eq!(chg("rule del id 7"), Change::RuleDel { id: 7 });
     assert_eq!(chg("rule flush"), Change::RuleFlush {});
+    assert_eq!(
+        chg("route flush"),
+        Change::RouteFlush(RouteFilter::default())
+    );
+    assert_eq!(
+        chg("route flush table 3 v6 proto static 2001:db8::/32"),
+        Change::RouteFlush(RouteFilter {
+            table: Some(3),
+            family: Some(Family::Ipv6),
+            within: Some("2001:db8::/32".parse().unwrap()),
+            proto: Some("static".into()),
+        })
+    );
+    assert_eq!(
+        chg("route flush table all within 10.0.0.0/8"),
+        Change::RouteFlush(RouteFilter {
+            within: Some("10.0.0.0/8".parse().unwrap()),
+            ..RouteFilter::default()
+        })
+    );
     assert!(matches!(
         chg("rule replace id 7 prio 3 action permit"),
         Change::RuleReplace(r) if r.id == Some(7)
@@ -379,6 +399,19 @@ fn continue_is_refused_where_it_would_lie() {
     );
     bad("rule add prio 10 action continue", "continue");
     bad("rule add prio 10 action count continue mark 3", "mark");
+}
+
+#[test]
+fn vrf_is_not_a_second_word_for_table() {
+    for s in [
+        "route add 10.0.0.0/8 vrf 1 blackhole",
+        "route show vrf 1",
+        "route get 10.0.0.1 vrf 1",
+        "rule add prio 10 action vrf 2",
+    ] {
+        let e = bad(s, "vrf");
+        assert!(e.message().contains("'table N'"), "{s}: {}", e.message());
+    }
 }
 
 #[test]
@@ -997,13 +1030,23 @@ impl Rng {
 
     fn change(&mut self) -> Change {
         let v6 = self.coin();
-        match self.below(18) {
+        match self.below(19) {
             0 => Change::RuleAdd(Box::new(self.rule(false))),
             1 => Change::RuleReplace(Box::new(self.rule(true))),
             2 => Change::RuleDel {
                 id: self.next() as u32,
             },
             3 => Change::RuleFlush {},
+            18 => Change::RouteFlush(RouteFilter {
+                table: self.coin().then(|| self.next() as u32),
+                family: self
+                    .coin()
+                    .then_some(if v6 { Family::Ipv6 } else { Family::Ipv4 }),
+                within: self.coin().then(|| self.prefix(v6)),
+                proto: self
+                    .coin()
+                    .then(|| ["static", "bgp", "kernel", "77"][self.below(4) as usize].to_string()),
+            }),
             4 | 5 => Change::RouteAdd(Route {
                 linkdown: false,
                 proto: None,

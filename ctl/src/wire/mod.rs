@@ -299,6 +299,11 @@ pub enum Change {
     RouteAdd(Route),
     RouteReplace(Route),
     RouteDel(RouteDel),
+    /// Deletes every static route the filter selects (all of them when it
+    /// is empty), as one step. Routes derived from addresses and neighbours
+    /// (`kernel`) and zebra's are not the operator's to flush: a `proto`
+    /// naming them is refused.
+    RouteFlush(RouteFilter),
     NexthopAdd(Nexthop),
     /// Every route using the next hop follows it in the same generation.
     NexthopReplace(Nexthop),
@@ -547,6 +552,24 @@ pub struct RouteDel {
     pub table: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<RouteTarget>,
+}
+
+/// Which routes a `route flush` selects: the selectors of
+/// [`Request::RouteShow`], each narrowing the set when present.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteFilter {
+    /// Only this table; all tables when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<Family>,
+    /// Only routes equal to or more specific than this prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<IpNet>,
+    /// Only routes of this protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto: Option<String>,
 }
 
 /// A named next hop.

@@ -423,3 +423,78 @@ fn a_reconnect_keeps_routes_until_the_sweep_then_removes_what_was_not_replayed()
     assert_eq!((s.routes, s.installed, s.stale, s.swept), (1, 1, 0, 1));
     assert!(s.sweep_in_ms.is_none());
 }
+
+fn flush(table: Option<u32>, proto: Option<&str>, within: Option<&str>) -> Change {
+    Change::RouteFlush(wire::RouteFilter {
+        table,
+        family: None,
+        within: within.map(|w| w.parse().unwrap()),
+        proto: proto.map(String::from),
+    })
+}
+
+#[test]
+fn route_flush_removes_the_operators_routes_only_and_zebra_comes_back() {
+    let mut f = Fixture::new();
+    f.fpm(vec![
+        set("192.0.2.0/24", via("10.0.0.2", 0)),
+        set("198.51.100.0/24", via("10.0.0.2", 0)),
+    ]);
+    let gw = |a: &str| RouteTarget::Gateway {
+        via: Some(a.parse().unwrap()),
+        dev: None,
+    };
+    f.operator(&[
+        route_add("203.0.113.0/24", gw("10.1.0.9")),
+        route_add("203.0.114.0/24", RouteTarget::Blackhole),
+        route_add("172.16.0.0/12", gw("10.0.0.7")),
+        // Over zebra's: it waits beneath.
+        route_add("192.0.2.0/24", RouteTarget::Reject),
+    ])
+    .unwrap();
+    let nexthops = f.t.routing.nexthops().count();
+
+    // Refused, and nothing changes: kernel routes, zebra's, unknown names.
+    let before = f.t.routing.stats();
+    let e = f
+        .operator(&[flush(None, Some("kernel"), None)])
+        .unwrap_err();
+    assert_eq!(e.kind, wire::ErrorKind::Invalid, "{}", e.message);
+    let e = f.operator(&[flush(None, Some("bgp"), None)]).unwrap_err();
+    assert_eq!(e.kind, wire::ErrorKind::Conflict, "{}", e.message);
+    let e = f
+        .operator(&[flush(None, Some("nonsense"), None)])
+        .unwrap_err();
+    assert_eq!(e.kind, wire::ErrorKind::Invalid, "{}", e.message);
+    // A failure later in the batch undoes the flush.
+    let e = f
+        .operator(&[flush(None, None, None), route_del("10.99.0.0/16")])
+        .unwrap_err();
+    assert_eq!(e.kind, wire::ErrorKind::NotFound, "{}", e.message);
+    assert_eq!(f.t.routing.stats().vrfs, before.vrfs);
+
+    // Within a prefix, then another table (empty: nothing to do).
+    f.operator(&[flush(None, Some("static"), Some("203.0.0.0/8"))])
+        .unwrap();
+    assert!(f.entry("203.0.113.0/24").is_none());
+    assert!(f.entry("203.0.114.0/24").is_none());
+    assert!(f.entry("172.16.0.0/12").is_some());
+    f.operator(&[flush(Some(7), None, None)]).unwrap();
+    assert!(f.entry("172.16.0.0/12").is_some());
+
+    // Everything else of the operator's: zebra's route comes back from
+    // beneath, the connected and local routes stay, and the unnamed next
+    // hops the flushed routes used are gone.
+    f.operator(&[flush(None, None, None)]).unwrap();
+    assert!(f.entry("172.16.0.0/12").is_none());
+    assert_eq!(f.entry("192.0.2.0/24").unwrap().1, Origin::fpm(BGP));
+    assert_eq!(f.entry("198.51.100.0/24").unwrap().1, Origin::fpm(BGP));
+    assert_eq!(f.entry("10.0.0.0/24").unwrap().1, Origin::KERNEL);
+    assert_eq!(f.entry("10.1.0.1/32").unwrap().1, Origin::KERNEL);
+    assert!(f.t.routing.nexthops().count() < nexthops);
+    assert!(f
+        .t
+        .routing
+        .entries(0)
+        .all(|(_, e)| e.origin != Origin::STATIC));
+}

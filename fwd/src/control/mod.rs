@@ -30,8 +30,8 @@ mod state;
 pub use rules::{rule_from_wire, rule_to_wire};
 pub use setup::{config_changes, initial_tables, load, parse_saved, read_saved, Saved, Startup};
 pub use state::{
-    apply as apply_changes, apply_learned, host_prefix, net_of, prefix_of, route_to_wire,
-    target_to_wire, Mgmt, USER_MAX_ID,
+    apply as apply_changes, apply_learned, host_prefix, ifaddr_of, net_of, net_of_ifaddr,
+    prefix_of, route_to_wire, target_to_wire, RouteSelector, USER_MAX_ID,
 };
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

@@ -396,5 +396,5 @@ fn on_link(port: &PortInfo, ip: IpAddr) -> bool {
     }
     port.addresses
         .iter()
-        .any(|n| n.prefix_len() < n.width() && n.contains(ip) && n.addr() != ip)
+        .any(|n| n.has_peers() && n.contains(ip) && n.addr() != ip)
 }

@@ -107,8 +107,10 @@ impl Advertiser {
             own = info
                 .addresses
                 .iter()
-                .filter_map(|n| match n.network().addr() {
-                    std::net::IpAddr::V6(a) if n.prefix_len() < 128 => Some((a, n.prefix_len())),
+                .filter_map(|n| match n.subnet() {
+                    crate::route::Prefix::V6(p) if n.has_peers() => {
+                        Some((p.addr().into(), p.len()))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -176,8 +178,8 @@ mod tests {
         let a = adv();
         let mut info = PortInfo::new("p", [2, 0, 0, 0, 0, 1], 0);
         info.addresses = vec![
-            "2001:db8:1::1/64".parse().unwrap(),
-            "10.0.0.1/24".parse().unwrap(),
+            crate::control::ifaddr_of("2001:db8:1::1/64".parse().unwrap()),
+            crate::control::ifaddr_of("10.0.0.1/24".parse().unwrap()),
         ];
         info.mtu = 1400;
         let mut buf = [0u8; 256];

@@ -66,7 +66,7 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
     for p in t.ports.iter() {
         for a in &p.addresses {
             out.push(C::AddressAdd(Address {
-                addr: *a,
+                addr: state::net_of_ifaddr(*a),
                 dev: p.name.clone(),
             }));
         }

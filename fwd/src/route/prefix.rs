@@ -6,7 +6,7 @@
 //! really want normalisation use [`Prefix4::new_truncate`] / [`Prefix6::new_truncate`].
 
 use std::fmt;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
 /// Why a prefix could not be built or parsed.
@@ -215,6 +215,23 @@ impl Prefix {
     /// Whether this is an IPv4 prefix.
     pub fn is_v4(self) -> bool {
         matches!(self, Prefix::V4(_))
+    }
+
+    /// The prefix of length `len` holding `a` (host bits cleared).
+    pub fn truncate(a: IpAddr, len: u8) -> Result<Prefix, PrefixError> {
+        Ok(match a {
+            IpAddr::V4(a) => Prefix::V4(Prefix4::new_truncate(u32::from(a), len)?),
+            IpAddr::V6(a) => Prefix::V6(Prefix6::new_truncate(u128::from(a), len)?),
+        })
+    }
+
+    /// Whether `a` (of the same family) lies inside.
+    pub fn contains(self, a: IpAddr) -> bool {
+        match (self, a) {
+            (Prefix::V4(p), IpAddr::V4(a)) => p.contains(u32::from(a)),
+            (Prefix::V6(p), IpAddr::V6(a)) => p.contains(u128::from(a)),
+            _ => false,
+        }
     }
 }
 

@@ -48,9 +48,10 @@ impl<W: Write> Table<W> {
         Ok(())
     }
 
-    /// Prints what is buffered; with no rows at all, prints nothing.
+    /// Prints what is buffered; with no rows at all, the header alone (an
+    /// empty listing says what it would have listed).
     pub fn finish(mut self) -> io::Result<W> {
-        if !self.pending.is_empty() {
+        if !self.streaming {
             self.flush_pending()?;
         }
         self.out.flush()?;
@@ -111,7 +112,7 @@ mod tests {
             out,
             "NAME       PKTS  NOTE\np1            5  x\nport-two  12345  \n"
         );
-        let t = Table::new(Vec::new(), &["A"], 0);
-        assert!(t.finish().unwrap().is_empty());
+        let t = Table::new(Vec::new(), &["A", "B"], 0);
+        assert_eq!(String::from_utf8(t.finish().unwrap()).unwrap(), "A  B\n");
     }
 }

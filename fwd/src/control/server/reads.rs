@@ -3,7 +3,6 @@
 //! tables (a clone of its root): a 900k-route dump or a status never waits
 //! for the writer, and never holds it.
 
-use std::collections::BTreeSet;
 use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
 use std::os::unix::net::UnixStream;
@@ -19,7 +18,7 @@ use ctl::wire::{
 use super::session::send;
 use super::{PortMeta, ServerContext, Shutdown};
 use crate::acl;
-use crate::control::route_to_wire;
+use crate::control::{route_to_wire, RouteSelector};
 use crate::dpdk::port;
 use crate::route::{self, Prefix, Target};
 use crate::stats::{DropReason, StatsSnapshot};
@@ -103,43 +102,18 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
             within,
             proto,
         } => {
-            let proto = match proto.as_deref().map(|n| (n, route::proto_from_name(n))) {
-                None => None,
-                Some((_, Some(p))) => Some(p),
-                Some((n, None)) => {
-                    return send(
-                        w,
-                        &ResponseLine::error(
-                            id,
-                            ErrorBody::new(
-                                ErrorKind::Invalid,
-                                format!("unknown protocol {n:?} (bgp, ospf, static, kernel, ...)"),
-                            ),
-                        ),
-                    )
-                }
+            let filter = wire::RouteFilter {
+                table: *table,
+                family: *family,
+                within: *within,
+                proto: proto.clone(),
             };
-            let vrfs: BTreeSet<u32> = t.routing.vrfs().collect();
-            for vrf in vrfs {
-                if table.is_some_and(|x| x != vrf) {
-                    continue;
-                }
-                for (p, e) in t.routing.entries(vrf) {
-                    let v4 = matches!(p, Prefix::V4(_));
-                    match family {
-                        Some(wire::Family::Ipv4) if !v4 => continue,
-                        Some(wire::Family::Ipv6) if v4 => continue,
-                        _ => {}
-                    }
-                    if proto.is_some_and(|x| x != e.origin.proto) {
-                        continue;
-                    }
-                    let r = route_to_wire(&t, vrf, p, e);
-                    if within.is_some_and(|n| !n.covers(r.prefix)) {
-                        continue;
-                    }
-                    item(w, Item::Route(r))?;
-                }
+            let sel = match RouteSelector::new(&filter) {
+                Ok(s) => s,
+                Err(e) => return send(w, &ResponseLine::error(id, e)),
+            };
+            for (vrf, p, e) in sel.routes(&t.routing) {
+                item(w, Item::Route(route_to_wire(&t, vrf, p, e)))?;
             }
         }
         Request::RuleShow { id: want } | Request::RuleCounters { id: want } => {
@@ -235,7 +209,7 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
                     item(
                         w,
                         Item::Address(Address {
-                            addr: *a,
+                            addr: crate::control::net_of_ifaddr(*a),
                             dev: p.name.clone(),
                         }),
                     )?;
@@ -354,7 +328,14 @@ fn port_show(ctx: &ServerContext, name: Option<&str>) -> Result<Response, ErrorB
                     rx_queues: u32::from(m.rx_queues),
                     tx_queues: u32::from(m.tx_queues),
                     table: info.map_or(0, |i| i.vrf),
-                    addresses: info.map(|i| i.addresses.clone()).unwrap_or_default(),
+                    addresses: info
+                        .map(|i| {
+                            i.addresses
+                                .iter()
+                                .map(|&a| crate::control::net_of_ifaddr(a))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 }
             })
             .collect(),

@@ -20,12 +20,13 @@ use std::net::IpAddr;
 
 use ctl::wire::{Change, ErrorBody, ErrorKind, IpNet};
 
-use super::{err, host_prefix, prefix_of, route_error, Edit};
+use super::{err, host_prefix, ifaddr_of, prefix_of, route_error, Edit};
 use crate::route::{Origin, Prefix, Target, Vrf};
+use crate::tables::IfAddr;
 
 /// Whether two subnets share addresses (one contains the other).
-fn overlaps(a: IpNet, b: IpNet) -> bool {
-    a.contains(b.network().addr()) || b.contains(a.network().addr())
+fn overlaps(a: IfAddr, b: IfAddr) -> bool {
+    a.contains(b.addr()) || b.contains(a.addr())
 }
 
 impl Edit<'_> {
@@ -82,7 +83,7 @@ impl Edit<'_> {
                             format!("{} already has {}", p.name, a.addr()),
                         ));
                     }
-                } else if x.addr() == a.addr() || overlaps(x, a) {
+                } else if x.addr() == a.addr() || overlaps(x, ifaddr_of(a)) {
                     return Err(err(
                         ErrorKind::Conflict,
                         format!(
@@ -104,7 +105,7 @@ impl Edit<'_> {
                 let port = self.port(&a.dev)?;
                 self.check_address(port, a.addr)?;
                 let mut ports = self.ports().to_vec();
-                ports[usize::from(port)].addresses.push(a.addr);
+                ports[usize::from(port)].addresses.push(ifaddr_of(a.addr));
                 self.ports = Some(ports);
                 let net = prefix_of(a.addr.network())?;
                 let host = host_prefix(a.addr.addr());
@@ -132,14 +133,15 @@ impl Edit<'_> {
                 let port = self.port(&a.dev)?;
                 let mut ports = self.ports().to_vec();
                 let pi = &mut ports[usize::from(port)];
-                let Some(k) = pi.addresses.iter().position(|x| *x == a.addr) else {
+                let Some(k) = pi.addresses.iter().position(|x| *x == ifaddr_of(a.addr)) else {
                     return Err(err(
                         ErrorKind::NotFound,
                         format!("{} has no address {}", a.dev, a.addr),
                     ));
                 };
                 pi.addresses.remove(k);
-                let same_subnet = pi.addresses.iter().any(|x| x.network() == a.addr.network());
+                let subnet = ifaddr_of(a.addr).subnet();
+                let same_subnet = pi.addresses.iter().any(|x| x.subnet() == subnet);
                 self.ports = Some(ports);
                 let attached: Vec<IpAddr> = self
                     .mgmt

@@ -23,7 +23,6 @@
 //! it in the FIB, and when a non-FPM route goes, the FPM route kept
 //! beneath it ([`FpmRib`]) is put back in the same batch.
 
-use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -34,36 +33,7 @@ use crate::fpm::rib::{FpmRib, FpmTarget};
 use crate::route::{
     self, GroupId, NhId, Origin, Prefix, Prefix4, Prefix6, RouteError, Target, Txn,
 };
-use crate::tables::{PortInfo, Tables};
-
-/// Control-plane facts shared by every version that has them.
-#[derive(Clone, Debug, Default)]
-pub struct Mgmt {
-    /// Static neighbours.
-    pub neighbours: BTreeMap<(u16, IpAddr), [u8; 6]>,
-    /// Neighbours learned by ARP / ND that are usable now (reachable, stale
-    /// or being probed); a static entry for the same key wins.
-    pub learned: BTreeMap<(u16, IpAddr), [u8; 6]>,
-    /// Unnamed next hops by (gateway, port), and the reverse.
-    pub auto_nh: HashMap<(Option<IpAddr>, u16), NhId>,
-    pub auto_by_id: HashMap<NhId, (Option<IpAddr>, u16)>,
-    /// Unnamed ECMP groups by their members (next hop, weight), sorted by
-    /// next hop, and the reverse.
-    pub auto_group: HashMap<Vec<(NhId, u32)>, GroupId>,
-    pub auto_group_by_id: HashMap<GroupId, Vec<(NhId, u32)>>,
-    /// The next hops classifier rules steer to (`action nexthop N`).
-    pub rule_nexthops: RuleRefs,
-}
-
-impl Mgmt {
-    /// The MAC of neighbour `ip` on `port`: static, else learned.
-    pub fn mac_of(&self, port: u16, ip: IpAddr) -> Option<[u8; 6]> {
-        self.neighbours
-            .get(&(port, ip))
-            .or_else(|| self.learned.get(&(port, ip)))
-            .copied()
-    }
-}
+use crate::tables::{IfAddr, Mgmt, PortInfo, Tables};
 
 /// What a successful batch produced.
 pub struct Outcome {
@@ -119,6 +89,16 @@ pub fn net_of(p: Prefix) -> IpNet {
         Prefix::V6(p) => (IpAddr::V6(p.addr().into()), p.len()),
     };
     IpNet::new(addr, len).expect("a routing prefix is a valid IpNet")
+}
+
+/// An interface address from the wire (any host bits are the address).
+pub fn ifaddr_of(net: IpNet) -> IfAddr {
+    IfAddr::new(net.addr(), net.prefix_len()).expect("an IpNet's length fits its family")
+}
+
+/// The wire form of an interface address.
+pub fn net_of_ifaddr(a: IfAddr) -> IpNet {
+    IpNet::new(a.addr(), a.prefix_len()).expect("an IfAddr's length fits its family")
 }
 
 /// The host prefix (/32, /128) of an address.
@@ -321,11 +301,9 @@ impl<'a> Edit<'a> {
     }
 
     fn connected(&self, port: u16, ip: IpAddr) -> bool {
-        self.ports().get(usize::from(port)).is_some_and(|p| {
-            p.addresses
-                .iter()
-                .any(|a| a.prefix_len() < a.width() && a.contains(ip))
-        })
+        self.ports()
+            .get(usize::from(port))
+            .is_some_and(|p| p.addresses.iter().any(|a| a.has_peers() && a.contains(ip)))
     }
 
     /// The routing table of `port`: where its connected, local and attached
@@ -431,6 +409,37 @@ impl<'a> Edit<'a> {
                     .del(d.table, prefix)
                     .map_err(|e| route_error(&e))?;
                 self.retire(Some(old));
+            }
+            Change::RouteFlush(f) => {
+                let sel = RouteSelector::new(f)?;
+                match sel.proto {
+                    None => {}
+                    Some(p) if p == Origin::STATIC.proto => {}
+                    Some(p) if p == Origin::KERNEL.proto => {
+                        return Err(err(
+                            ErrorKind::Invalid,
+                            "kernel routes follow addresses and neighbours: delete those instead",
+                        ))
+                    }
+                    Some(p) => {
+                        return Err(err(
+                            ErrorKind::Conflict,
+                            format!(
+                                "{} routes are zebra's: withdraw them in FRR, or stop it",
+                                route::proto_name(p)
+                            ),
+                        ))
+                    }
+                }
+                let doomed: Vec<(u32, Prefix)> = sel
+                    .routes(self.routing.current())
+                    .filter(|&(_, _, e)| e.origin == Origin::STATIC)
+                    .map(|(vrf, p, _)| (vrf, p))
+                    .collect();
+                for (vrf, p) in doomed {
+                    let old = self.routing.del(vrf, p).map_err(|e| route_error(&e))?;
+                    self.retire(Some(old));
+                }
             }
             Change::NexthopAdd(_)
             | Change::NexthopReplace(_)
@@ -745,12 +754,10 @@ fn check_family(via: Option<IpAddr>, prefix: Prefix) -> Result<(), ErrorBody> {
 mod addresses;
 pub mod fpm;
 mod nexthops;
-mod rule_refs;
 mod view;
 
 pub use fpm::{apply_fpm, FpmOp};
 pub use nexthops::{is_user_id, AUTO_MIN_ID, USER_MAX_ID};
-pub use rule_refs::RuleRefs;
-pub use view::{route_to_wire, target_to_wire};
+pub use view::{route_to_wire, target_to_wire, RouteSelector};
 #[cfg(test)]
 pub(crate) mod tests;

@@ -11,8 +11,15 @@
 use std::sync::Arc;
 
 use crate::acl::Classifier;
-use crate::control::Mgmt;
 use crate::route::{Routing, Vrf};
+
+mod ifaddr;
+mod mgmt;
+mod rule_refs;
+
+pub use ifaddr::IfAddr;
+pub use mgmt::Mgmt;
+pub use rule_refs::RuleRefs;
 
 /// What the data path knows about a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +30,7 @@ pub struct PortInfo {
     /// The routing table its received packets are looked up in.
     pub vrf: Vrf,
     /// Interface addresses (host bits set: `10.0.1.1/24`).
-    pub addresses: Vec<ctl::wire::IpNet>,
+    pub addresses: Vec<IfAddr>,
     /// Largest IP packet it sends (the L3 MTU, as `ip link` shows it).
     pub mtu: u16,
     /// Its IPv6 link-local address (fe80::/64 + modified EUI-64 of `mac`),
@@ -72,7 +79,7 @@ impl PortInfo {
     /// The address to source our own IPv4 packets about `peer` from: the
     /// one whose subnet covers `peer`, else the first IPv4 address.
     pub fn source_v4(&self, peer: std::net::Ipv4Addr) -> Option<std::net::Ipv4Addr> {
-        let v4 = |n: &&ctl::wire::IpNet| match n.addr() {
+        let v4 = |n: &&IfAddr| match n.addr() {
             std::net::IpAddr::V4(a) => Some(a),
             std::net::IpAddr::V6(_) => None,
         };
@@ -87,7 +94,7 @@ impl PortInfo {
     /// global one covering `peer`, else the first global one, else the
     /// link-local address.
     pub fn source_v6(&self, peer: std::net::Ipv6Addr) -> std::net::Ipv6Addr {
-        let v6 = |n: &ctl::wire::IpNet| match n.addr() {
+        let v6 = |n: &IfAddr| match n.addr() {
             std::net::IpAddr::V6(a) => Some(a),
             std::net::IpAddr::V4(_) => None,
         };

@@ -1,0 +1,40 @@
+//! Control-plane facts published with every version of the tables: the
+//! management side reads them for dumps and the saved configuration, the
+//! control lcore derives the next version's from them; the data path never
+//! reads them. Pure data: the rules that maintain them live in
+//! `control::state`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use super::RuleRefs;
+use crate::route::{GroupId, NhId};
+
+/// Control-plane facts shared by every version that has them.
+#[derive(Clone, Debug, Default)]
+pub struct Mgmt {
+    /// Static neighbours.
+    pub neighbours: BTreeMap<(u16, IpAddr), [u8; 6]>,
+    /// Neighbours learned by ARP / ND that are usable now (reachable, stale
+    /// or being probed); a static entry for the same key wins.
+    pub learned: BTreeMap<(u16, IpAddr), [u8; 6]>,
+    /// Unnamed next hops by (gateway, port), and the reverse.
+    pub auto_nh: HashMap<(Option<IpAddr>, u16), NhId>,
+    pub auto_by_id: HashMap<NhId, (Option<IpAddr>, u16)>,
+    /// Unnamed ECMP groups by their members (next hop, weight), sorted by
+    /// next hop, and the reverse.
+    pub auto_group: HashMap<Vec<(NhId, u32)>, GroupId>,
+    pub auto_group_by_id: HashMap<GroupId, Vec<(NhId, u32)>>,
+    /// The next hops classifier rules steer to (`action nexthop N`).
+    pub rule_nexthops: RuleRefs,
+}
+
+impl Mgmt {
+    /// The MAC of neighbour `ip` on `port`: static, else learned.
+    pub fn mac_of(&self, port: u16, ip: IpAddr) -> Option<[u8; 6]> {
+        self.neighbours
+            .get(&(port, ip))
+            .or_else(|| self.learned.get(&(port, ip)))
+            .copied()
+    }
+}
