@@ -380,3 +380,54 @@ fn help_needs_no_daemon() {
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).contains("Batch files"));
 }
+
+/// What bash completes after `line`, with the script `fwdctl completion
+/// bash` prints.
+fn bash_completes(script: &std::path::Path, line: &str) -> Vec<String> {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(
+            r#"source "$1"; read -ra COMP_WORDS <<< "$2"; [[ "$2" == *" " ]] && COMP_WORDS+=("");
+               COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMP_LINE="$2"; COMP_POINT=${#2};
+               _fwdctl fwdctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}";
+               printf '%s\n' "${COMPREPLY[@]}""#,
+        )
+        .arg("bash")
+        .arg(script)
+        .arg(line)
+        .output()
+        .expect("run bash");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn bash_completion_offers_the_objects_verbs_and_keywords_of_the_language() {
+    let out = fwdctl(Path::new("/nonexistent"), &["completion", "bash"]);
+    assert!(out.status.success(), "{out:?}");
+    let script = std::env::temp_dir().join(format!("fwdctl-completion-{}", std::process::id()));
+    std::fs::write(&script, &out.stdout).unwrap();
+    let top = bash_completes(&script, "fwdctl ");
+    for o in ctl::text::grammar::OBJECTS {
+        assert!(top.iter().any(|w| w == o.name), "{} in {top:?}", o.name);
+    }
+    assert!(top.iter().any(|w| w == "completion"), "{top:?}");
+    let verbs = bash_completes(&script, "fwdctl route ");
+    for v in ["add", "del", "replace", "show", "get", "flush"] {
+        assert!(verbs.iter().any(|w| w == v), "{v} in {verbs:?}");
+    }
+    let keys = bash_completes(&script, "fwdctl route add 10.0.0.0/8 ");
+    assert!(keys.iter().any(|w| w == "via"), "{keys:?}");
+    assert_eq!(bash_completes(&script, "fwdctl -s /x rou"), ["route"]);
+    std::fs::remove_file(&script).unwrap();
+
+    let zsh = fwdctl(Path::new("/nonexistent"), &["completion", "zsh"]);
+    assert!(zsh.status.success());
+    assert!(String::from_utf8_lossy(&zsh.stdout).starts_with("#compdef fwdctl"));
+    let bad = fwdctl(Path::new("/nonexistent"), &["completion", "fish"]);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+}

@@ -58,6 +58,54 @@ struct Cli {
     command: Vec<String>,
 }
 
+/// `fwdctl completion bash|zsh`: the shell completion script on stdout.
+fn completion(args: &[&str]) -> Result<(), Failure> {
+    use clap_complete::Shell;
+    let shell = match args {
+        ["bash"] => Shell::Bash,
+        ["zsh"] => Shell::Zsh,
+        _ => return Err(Failure::Usage("usage: fwdctl completion bash|zsh".into())),
+    };
+    let mut cmd = completion_command();
+    let mut out = io::stdout().lock();
+    clap_complete::generate(shell, &mut cmd, "fwdctl", &mut out);
+    out.flush()?;
+    Ok(())
+}
+
+/// The command line as the shells should see it: the global options, then
+/// every object of the language with its verbs and keywords
+/// (`ctl::text::grammar`, the table the parser checks verbs against).
+fn completion_command() -> clap::Command {
+    use clap::builder::PossibleValuesParser;
+    use clap::{Arg, CommandFactory};
+    let words = |keywords: &'static [&'static str]| {
+        Arg::new("words")
+            .num_args(0..)
+            .trailing_var_arg(true)
+            .value_parser(PossibleValuesParser::new(keywords))
+    };
+    let mut cmd = Cli::command()
+        .mut_arg("command", |a| a.hide(true))
+        .args_conflicts_with_subcommands(true)
+        .disable_help_subcommand(true);
+    for o in ctl::text::grammar::OBJECTS {
+        let mut sub = clap::Command::new(o.name).disable_help_subcommand(true);
+        if o.verbs.is_empty() {
+            sub = sub.arg(words(o.keywords));
+        }
+        for v in o.verbs {
+            sub = sub.subcommand(clap::Command::new(*v).arg(words(o.keywords)));
+        }
+        cmd = cmd.subcommand(sub);
+    }
+    let topics: Vec<&'static str> = ctl::text::grammar::OBJECTS.iter().map(|o| o.name).collect();
+    cmd.subcommand(clap::Command::new("help").arg(words(topics.leak())))
+        .subcommand(
+            clap::Command::new("completion").arg(Arg::new("shell").value_parser(["bash", "zsh"])),
+        )
+}
+
 /// How `fwdctl` failed, which decides the exit status.
 enum Failure {
     /// Bad command line or batch file; nothing was sent. Exit 2.
@@ -140,6 +188,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         return Err(Failure::Usage(
             "missing command; try 'fwdctl --help'".into(),
         ));
+    }
+    if words[0] == "completion" {
+        return completion(&words[1..]);
     }
     if let Some(opt) = words.first().filter(|w| w.starts_with('-')) {
         return Err(Failure::Usage(format!(

@@ -16,6 +16,7 @@
 //! again. The grammar is [`USAGE`].
 
 mod format;
+pub mod grammar;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -45,8 +46,11 @@ Commands (OBJECT VERB ARGS; a missing VERB means show):
 
   route add|replace PREFIX [table N] TARGET
   route del PREFIX [table N] [TARGET]
-  route show [table N|all] [v4|v6] [PREFIX]   (PREFIX: it and more specifics)
+  route show [table N|all] [v4|v6] [proto P] [PREFIX]   (PREFIX: it and more
+                                 specifics)
   route get ADDRESS [table N]
+  route flush [table N|all] [v4|v6] [proto static] [PREFIX]
+                                 delete the static routes selected, at once
       TARGET  via ADDRESS [dev PORT] | dev PORT | nhid ID | nexthop-group ID
               | blackhole | reject | local
       PREFIX  ADDRESS/LEN (host bits zero), a bare ADDRESS (host route), default
@@ -69,6 +73,8 @@ Commands (OBJECT VERB ARGS; a missing VERB means show):
                                  daemon's save_dir, a PATH only as root
   watch [interval 1s|500ms] [count N]   live rates
   help [OBJECT]
+  completion bash|zsh            a shell completion script (fwdctl only):
+                                 source <(fwdctl completion bash)
 
 Aliases: ro/r = route, ru = rule, nh = nexthop, nhg = group, n = neigh,
 a/addr = address, p = port; ls/list = show, delete = del.

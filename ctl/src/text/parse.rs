@@ -391,11 +391,8 @@ fn parse_words<'a>(words: &[&'a str]) -> Result<Parsed<'a>, ParseError> {
 }
 
 /// Normalises a verb; `None` (no verb) means show.
-fn verb_of(
-    object: &'static str,
-    verb: Option<&str>,
-    allowed: &[&'static str],
-) -> Result<&'static str, ParseError> {
+fn verb_of(object: &'static str, verb: Option<&str>) -> Result<&'static str, ParseError> {
+    let allowed = super::grammar::verbs(object);
     let v = match verb {
         None | Some("show" | "list" | "ls" | "sh") => "show",
         Some("add") => "add",
@@ -422,11 +419,7 @@ fn verb_of(
 const ROUTE_KEYS: &str = "table, via, dev, nhid, nexthop-group, blackhole, reject or local";
 
 fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of(
-        "route",
-        verb,
-        &["add", "del", "replace", "show", "get", "flush"],
-    )?;
+    let v = verb_of("route", verb)?;
     w.ctx = match v {
         "add" => "route add",
         "del" => "route del",
@@ -709,11 +702,7 @@ const ACTION_KEYS: &str =
     "permit, drop, count, redirect, mirror, nexthop, table, police, set-dscp or mark";
 
 fn rule<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of(
-        "rule",
-        verb,
-        &["add", "del", "replace", "show", "flush", "counters"],
-    )?;
+    let v = verb_of("rule", verb)?;
     match v {
         "add" | "replace" => {
             w.ctx = if v == "add" {
@@ -1121,7 +1110,7 @@ fn dscp(w: &Words<'_, '_>, kw: &str, v: &str) -> Result<u8, ParseError> {
 // ------------------------------------------------------------ nexthop, group
 
 fn nexthop<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("nexthop", verb, &["add", "del", "replace", "show"])?;
+    let v = verb_of("nexthop", verb)?;
     match v {
         "add" | "replace" => {
             w.ctx = if v == "add" {
@@ -1168,7 +1157,7 @@ fn nexthop<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a
 }
 
 fn group<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("group", verb, &["add", "del", "replace", "show"])?;
+    let v = verb_of("group", verb)?;
     match v {
         "add" | "replace" => {
             w.ctx = if v == "add" {
@@ -1238,7 +1227,7 @@ fn group<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
 // ------------------------------------------------------------ neigh, address
 
 fn neigh<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("neigh", verb, &["add", "del", "replace", "show", "flush"])?;
+    let v = verb_of("neigh", verb)?;
     w.ctx = match v {
         "add" => "neigh add",
         "replace" => "neigh replace",
@@ -1299,7 +1288,7 @@ fn dev_filter(w: &mut Words<'_, '_>) -> Result<Option<String>, ParseError> {
 }
 
 fn address<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("address", verb, &["add", "del", "show"])?;
+    let v = verb_of("address", verb)?;
     if v == "show" {
         w.ctx = "address show";
         let dev = dev_filter(w)?;
@@ -1334,7 +1323,7 @@ fn address<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a
 // ------------------------------------------------------------ port, config, watch
 
 fn port<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>, ParseError> {
-    let v = verb_of("port", verb, &["show", "stats", "xstats", "set"])?;
+    let v = verb_of("port", verb)?;
     w.ctx = match v {
         "stats" => "port stats",
         "xstats" => "port xstats",

@@ -1238,3 +1238,29 @@ fn route_dumps_name_their_protocol_unless_static() {
     assert_eq!(cmd("fpm"), Request::FpmShow {});
     assert_eq!(cmd("fpm show"), Request::FpmShow {});
 }
+
+#[test]
+fn every_object_and_verb_of_the_grammar_is_the_parsers() {
+    for o in super::grammar::OBJECTS {
+        // A bare object means show, where there is one.
+        let mut lines = Vec::new();
+        if o.verbs.is_empty() || o.verbs.contains(&"show") {
+            lines.push(vec![o.name]);
+        }
+        lines.extend(o.verbs.iter().map(|v| vec![o.name, *v]));
+        for w in lines {
+            if let Err(e) = parse_command(&w) {
+                let m = e.message();
+                assert!(
+                    !m.contains("unknown command") && !m.contains("unknown verb"),
+                    "{w:?}: {m}"
+                );
+            }
+        }
+    }
+    assert!(bad_verb("route frobnicate"));
+}
+
+fn bad_verb(s: &str) -> bool {
+    parse_command(&words(s)).is_err_and(|e| e.message().contains("unknown verb"))
+}
