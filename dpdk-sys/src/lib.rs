@@ -6,6 +6,8 @@
 //! names; thread-local and macro-only values through the `fwd_*` shim.
 //! All use is `unsafe`; the safe layer lives in `fwd::dpdk`.
 
+// An FFI crate: declaring and calling C is its purpose.
+#![allow(unsafe_code)]
 #![allow(
     non_upper_case_globals,
     non_camel_case_types,

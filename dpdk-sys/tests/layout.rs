@@ -1,6 +1,8 @@
 //! The bindings link against the installed DPDK and agree with its ABI on
 //! the structures the data path touches directly (bindgen's own layout
 //! assertions are compile-time; these check what the fast path relies on).
+// Calls into the C library under test.
+#![allow(unsafe_code)]
 
 use std::mem::{align_of, offset_of, size_of};
 

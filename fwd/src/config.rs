@@ -498,7 +498,8 @@ impl ControlConfig {
 #[serde(rename_all = "lowercase")]
 pub enum RouteKind {
     /// Forward via `via` (gateway) out of `dev`, or to directly attached
-    /// hosts on `dev` when `via` is absent.
+    /// hosts on `dev` when `via` is absent. Without `dev`, the port whose
+    /// address covers `via` (as `fwdctl route add P via GW`).
     #[default]
     Forward,
     Blackhole,
@@ -957,29 +958,13 @@ impl Config {
         if self.datapath.drain_us == 0 || self.datapath.drain_us > 100_000 {
             return Err(invalid("datapath.drain_us", "must be 1..=100000"));
         }
+        // Only the shape of a route here: what it means (the port, the
+        // gateway's family and subnet) is checked by the same rules as a
+        // `fwdctl` batch when the tables are built (`--check` builds them).
         for (i, r) in self.routes.iter().enumerate() {
             let f = |k: &str| format!("routes[{i}].{k}");
-            let c = parse_cidr(&r.prefix, false).map_err(|e| invalid(f("prefix"), e))?;
-            if let Some(d) = &r.dev {
-                if self.port_index(d).is_none() {
-                    return Err(invalid(f("dev"), format!("no port named {d:?}")));
-                }
-            }
-            if let Some(v) = r.via {
-                if v.is_ipv4() != c.addr.is_ipv4() {
-                    return Err(invalid(
-                        f("via"),
-                        "gateway and prefix are of different IP families",
-                    ));
-                }
-            }
+            parse_cidr(&r.prefix, false).map_err(|e| invalid(f("prefix"), e))?;
             match r.kind {
-                RouteKind::Forward if r.dev.is_none() => {
-                    return Err(invalid(
-                        f("dev"),
-                        "a forwarding route needs an output port (dev)",
-                    ));
-                }
                 RouteKind::Blackhole | RouteKind::Reject if r.via.is_some() || r.dev.is_some() => {
                     return Err(invalid(
                         f("kind"),

@@ -100,6 +100,7 @@ fn run() -> Result<()> {
     let cfg = Config::load(&args.config)?;
     cfg.check_machine()?;
     if args.check {
+        fwd::control::check_tables(&cfg).map_err(|e| anyhow!("{}: {e}", args.config.display()))?;
         println!("{}: ok", args.config.display());
         return Ok(());
     }
@@ -119,11 +120,16 @@ fn run() -> Result<()> {
     // The EAL's runtime directory: private to this process unless the
     // operator (or systemd's RuntimeDirectory=) chose one.
     let pid = std::process::id();
-    if std::env::var_os("RUNTIME_DIRECTORY").is_none() {
+    // Declared before the EAL, so removed after it has stopped (on every
+    // way out of this function).
+    let _runtime_dir = if std::env::var_os("RUNTIME_DIRECTORY").is_none() {
         let dir = std::env::temp_dir().join(format!("fwd-{pid}"));
-        private_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let guard = private_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
         std::env::set_var("RUNTIME_DIRECTORY", &dir);
-    }
+        Some(guard)
+    } else {
+        None
+    };
     let eal_args = cfg.eal_args("fwd", &format!("fwd-{pid}"));
     let eal = Eal::init(&eal_args)?;
     eprintln!(
@@ -491,23 +497,35 @@ fn run() -> Result<()> {
 /// already is used only when it is a real directory of ours that no one
 /// else can enter (left by an earlier process with this pid); a link or
 /// someone else's directory is refused, never followed.
-fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+fn private_dir(dir: &std::path::Path) -> std::io::Result<PrivateDir> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let m = std::fs::symlink_metadata(dir)?;
             let ours =
                 m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o077 == 0;
-            if ours {
-                Ok(())
-            } else {
-                Err(std::io::Error::new(
+            if !ours {
+                return Err(std::io::Error::new(
                     std::io::ErrorKind::AlreadyExists,
                     "exists and is not a private directory of this user (refusing to use it)",
-                ))
+                ));
             }
         }
-        other => other,
+        Err(e) => return Err(e),
+        Ok(()) => {}
+    }
+    Ok(PrivateDir(dir.to_path_buf()))
+}
+
+/// The daemon's own runtime directory, removed with what the EAL left in
+/// it when the daemon exits.
+struct PrivateDir(PathBuf);
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!("fwd: removing {}: {e}", self.0.display());
+        }
     }
 }
 
@@ -623,10 +641,14 @@ mod tests {
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir(&base).unwrap();
         let d = base.join("rt");
-        private_dir(&d).unwrap();
+        let first = private_dir(&d).unwrap();
         let mode = std::fs::metadata(&d).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
-        private_dir(&d).expect("ours from an earlier run: reused");
+        std::fs::write(d.join("left-by-the-eal"), "x").unwrap();
+        let again = private_dir(&d).expect("ours from an earlier run: reused");
+        std::mem::forget(first);
+        drop(again);
+        assert!(!d.exists(), "removed, with its contents, when dropped");
         // A link planted at the name is refused, not followed.
         let target = base.join("elsewhere");
         std::fs::create_dir(&target).unwrap();

@@ -3,6 +3,8 @@
 //! failed before its fix: where files are written, who is admitted, how a
 //! peer can hold sessions or memory, and that a stop is bounded whatever
 //! the clients do.
+// pre_exec to drop to the unprivileged peer's ids (see fwdctl_as).
+#![allow(unsafe_code)]
 
 mod common;
 

@@ -381,3 +381,29 @@ fn bad_config_is_a_clear_error_before_dpdk_starts() {
     let out = run_fwd(&dir, &cfg.replace("rx_queus", "rx_queues"), &["--check"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn the_private_runtime_directory_is_removed_at_exit() {
+    assert!(is_root(), "the end-to-end tests need root (DPDK)");
+    let dir = TempDir::new("rtdir");
+    let tmp = dir.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let cfg = format!(
+        "{}ports:\n  - name: p0\n    device: net_null_rt0\nworkers:\n  - lcore: 1\n    rx: [{{port: p0}}]\ncontrol:\n  socket: {}\n",
+        eal_yaml("rtdir"),
+        dir.path("fwd.sock").display()
+    );
+    // Without RUNTIME_DIRECTORY the daemon makes its own, fwd-<pid>, in
+    // TMPDIR; it must be gone after a clean exit.
+    let out = fwd_command(&dir, &cfg, &["--exit-after-rx", "1000"])
+        .env_remove("RUNTIME_DIRECTORY")
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run fwd");
+    assert!(out.status.success(), "{}", text(&out));
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}\n{}", text(&out));
+}

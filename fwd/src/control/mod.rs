@@ -28,7 +28,9 @@ mod setup;
 mod state;
 
 pub use rules::{rule_from_wire, rule_to_wire};
-pub use setup::{config_changes, initial_tables, load, parse_saved, read_saved, Saved, Startup};
+pub use setup::{
+    check_tables, config_changes, initial_tables, load, parse_saved, read_saved, Saved, Startup,
+};
 pub use state::{
     apply as apply_changes, apply_learned, host_prefix, ifaddr_of, net_of, net_of_ifaddr,
     prefix_of, route_to_wire, target_to_wire, RouteSelector, USER_MAX_ID,

@@ -196,6 +196,16 @@ pub fn load(
         })
 }
 
+/// Whether the config's addresses, neighbours and routes make tables: the
+/// rules a `fwdctl` batch is held to, without ports or DPDK (`fwd --check`).
+///
+/// # Errors
+/// The first entry refused, named by its config field.
+pub fn check_tables(cfg: &Config) -> Result<(), String> {
+    let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
+    initial_tables(cfg, &[], &mut acl_w, Startup::Config).map(drop)
+}
+
 /// Builds the first version of the tables from a validated config (or the
 /// saved state that supersedes it) and the MACs the ports reported.
 ///
@@ -214,4 +224,68 @@ pub fn initial_tables(
         Startup::Saved(saved) => saved.changes,
     };
     load(&base, acl_w, &changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "eal: {main_lcore: 0}
+ports:
+  - {name: p0, device: net_null0, addresses: [10.0.0.1/24, 'fd00::1/64']}
+  - {name: p1, device: net_null1, addresses: [10.0.1.1/24]}
+workers:
+  - {lcore: 1, rx: [{port: p0}, {port: p1}]}
+";
+
+    fn check(routes: &str) -> Result<(), String> {
+        let cfg = Config::parse(&format!("{BASE}routes:\n{routes}"), "t.yaml")
+            .map_err(|e| format!("parse: {e}"))?;
+        check_tables(&cfg)
+    }
+
+    #[test]
+    fn config_routes_follow_the_rules_of_a_batch() {
+        // As `fwdctl route add P via GW`: the port is the one whose
+        // address covers the gateway.
+        check("  - {prefix: 10.9.0.0/16, via: 10.0.1.2}\n").unwrap();
+        let cfg = Config::parse(
+            &format!("{BASE}routes:\n  - {{prefix: 10.9.0.0/16, via: 10.0.1.2}}\n"),
+            "t.yaml",
+        )
+        .unwrap();
+        let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
+        let t = initial_tables(&cfg, &[], &mut acl_w, Startup::Config).unwrap();
+        let r = t
+            .routing
+            .lookup4(0, u32::from(std::net::Ipv4Addr::new(10, 9, 1, 1)), 0);
+        let crate::route::Resolved::Forward(nh) = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(t.routing.nexthop(nh).unwrap().port, 1);
+
+        // Refused as a batch would refuse them, naming the config entry.
+        for (routes, want) in [
+            (
+                "  - {prefix: 10.9.0.0/16, via: 10.7.0.2}\n",
+                "routes[0]: invalid: no port has an address covering",
+            ),
+            (
+                "  - {prefix: 10.9.0.0/16, via: 10.0.1.2, dev: p9}\n",
+                "routes[0]",
+            ),
+            ("  - {prefix: 10.9.0.0/16, via: 'fd00::2'}\n", "routes[0]"),
+            (
+                "  - {prefix: 10.9.0.0/16}\n",
+                "routes[0]: invalid: a route needs via and/or dev",
+            ),
+            (
+                "  - {prefix: 10.9.0.0/16, dev: p0}\n  - {prefix: 10.9.0.0/16, dev: p1}\n",
+                "routes[1]",
+            ),
+        ] {
+            let e = check(routes).unwrap_err();
+            assert!(e.starts_with(want), "{routes}: {e}");
+        }
+    }
 }

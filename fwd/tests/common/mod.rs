@@ -68,7 +68,7 @@ pub fn eal_yaml(tag: &str) -> String {
 }
 
 /// The `fwd` command for `config` (written into `dir`) and extra args.
-fn fwd_command(dir: &TempDir, config: &str, extra: &[&str]) -> Command {
+pub fn fwd_command(dir: &TempDir, config: &str, extra: &[&str]) -> Command {
     let cfg = dir.path("fwd.yaml");
     std::fs::write(&cfg, config).expect("write config");
     let mut c = Command::new(fwd_bin());
