@@ -145,7 +145,7 @@ fn zebra_routes_land_with_their_protocol_and_leave_on_withdrawal() {
     assert_eq!(f.entry("198.51.100.0/24").unwrap().0, Target::Blackhole);
     assert_eq!(f.entry("203.0.113.0/24").unwrap().0, Target::Reject);
     assert_eq!(f.t.routing.fpm_route_count(), 3);
-    let w = state::route_to_wire(
+    let w = super::route_to_wire(
         &f.t,
         0,
         p("192.0.2.0/24"),
@@ -282,7 +282,7 @@ fn multipath_routes_share_one_unnamed_group_until_the_last_goes() {
     let members = f.t.routing.group(g1).unwrap().members().to_vec();
     assert_eq!(members.len(), 2);
     assert_eq!(members.iter().map(|m| m.1).sum::<u32>(), 4);
-    match state::target_to_wire(&f.t, Target::Group(g1)) {
+    match super::target_to_wire(&f.t, Target::Group(g1)) {
         RouteTarget::Multipath(paths) => {
             assert_eq!(paths.len(), 2);
             assert!(paths
@@ -345,7 +345,7 @@ fn operator_multipath_routes_make_and_free_groups_too() {
         panic!();
     };
     // Dumps name every path's port.
-    let RouteTarget::Multipath(mut dumped) = state::target_to_wire(&f.t, Target::Group(g)) else {
+    let RouteTarget::Multipath(mut dumped) = super::target_to_wire(&f.t, Target::Group(g)) else {
         panic!();
     };
     assert_eq!(dumped[0].dev.as_deref(), Some("a"));

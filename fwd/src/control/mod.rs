@@ -13,13 +13,13 @@
 //! reader's thread from the last published version, and never waits behind
 //! a long batch.
 
+pub mod convert;
 pub mod fpm;
 #[cfg(test)]
 mod fpm_tests;
 pub mod link;
 pub mod neigh;
 pub mod ra;
-mod rules;
 pub mod saved;
 #[cfg(test)]
 mod saved_tests;
@@ -27,14 +27,13 @@ pub mod server;
 mod setup;
 mod state;
 
-pub use rules::{rule_from_wire, rule_to_wire};
+pub use convert::routes::{route_to_wire, target_to_wire, RouteSelector};
+pub use convert::rules::{rule_from_wire, rule_to_wire};
+pub use convert::{host_prefix, ifaddr_of, net_of, net_of_ifaddr, prefix_of};
 pub use setup::{
     check_tables, config_changes, initial_tables, load, parse_saved, read_saved, Saved, Startup,
 };
-pub use state::{
-    apply as apply_changes, apply_learned, host_prefix, ifaddr_of, net_of, net_of_ifaddr,
-    prefix_of, route_to_wire, target_to_wire, RouteSelector, USER_MAX_ID,
-};
+pub use state::{apply as apply_changes, apply_learned, USER_MAX_ID};
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};

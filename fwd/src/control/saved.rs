@@ -29,7 +29,7 @@ use std::sync::Arc;
 use ctl::wire::{self, Address, GroupMember, Neigh};
 
 use super::route_to_wire;
-use super::state;
+use super::{convert, state};
 use crate::acl;
 use crate::route;
 use crate::tables::Tables;
@@ -66,7 +66,7 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
     for p in t.ports.iter() {
         for a in &p.addresses {
             out.push(C::AddressAdd(Address {
-                addr: state::net_of_ifaddr(*a),
+                addr: convert::net_of_ifaddr(*a),
                 dev: p.name.clone(),
             }));
         }
@@ -115,7 +115,7 @@ pub fn running_changes(t: &Tables) -> Vec<wire::Change> {
         for (p, _) in derived.iter().flat_map(|d| d.routing.entries(vrf)) {
             if t.routing.entry(vrf, p).is_none_or(|e| e.origin.fpm) {
                 out.push(C::RouteDel(wire::RouteDel {
-                    prefix: state::net_of(p),
+                    prefix: convert::net_of(p),
                     table: vrf,
                     target: None,
                 }));

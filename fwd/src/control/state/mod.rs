@@ -26,14 +26,14 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use ctl::wire::{self, Change, ErrorBody, ErrorKind, IpNet, RouteTarget};
+use ctl::wire::{self, Change, ErrorBody, ErrorKind, RouteTarget};
 
+use super::convert::routes::RouteSelector;
+use super::convert::{self, host_prefix, ifaddr_of, net_of, prefix_of};
 use crate::acl;
 use crate::fpm::rib::{FpmRib, FpmTarget};
-use crate::route::{
-    self, GroupId, NhId, Origin, Prefix, Prefix4, Prefix6, RouteError, Target, Txn,
-};
-use crate::tables::{IfAddr, Mgmt, PortInfo, Tables};
+use crate::route::{self, GroupId, NhId, Origin, Prefix, RouteError, Target, Txn};
+use crate::tables::{Mgmt, PortInfo, Tables};
 
 /// What a successful batch produced.
 pub struct Outcome {
@@ -65,45 +65,6 @@ pub fn route_error(e: &RouteError) -> ErrorBody {
         _ => ErrorKind::Invalid,
     };
     err(kind, e.to_string())
-}
-
-/// The routing prefix of a wire prefix; host bits must be clear.
-pub fn prefix_of(net: IpNet) -> Result<Prefix, ErrorBody> {
-    if !net.is_network() {
-        return Err(err(
-            ErrorKind::Invalid,
-            format!("{net} has host bits set (did you mean {}?)", net.network()),
-        ));
-    }
-    let p = match net.addr() {
-        IpAddr::V4(a) => Prefix4::new(u32::from(a), net.prefix_len()).map(Prefix::V4),
-        IpAddr::V6(a) => Prefix6::new(u128::from(a), net.prefix_len()).map(Prefix::V6),
-    };
-    p.map_err(|e| err(ErrorKind::Invalid, format!("{net}: {e}")))
-}
-
-/// The wire form of a routing prefix.
-pub fn net_of(p: Prefix) -> IpNet {
-    let (addr, len) = match p {
-        Prefix::V4(p) => (IpAddr::V4(p.addr().into()), p.len()),
-        Prefix::V6(p) => (IpAddr::V6(p.addr().into()), p.len()),
-    };
-    IpNet::new(addr, len).expect("a routing prefix is a valid IpNet")
-}
-
-/// An interface address from the wire (any host bits are the address).
-pub fn ifaddr_of(net: IpNet) -> IfAddr {
-    IfAddr::new(net.addr(), net.prefix_len()).expect("an IpNet's length fits its family")
-}
-
-/// The wire form of an interface address.
-pub fn net_of_ifaddr(a: IfAddr) -> IpNet {
-    IpNet::new(a.addr(), a.prefix_len()).expect("an IfAddr's length fits its family")
-}
-
-/// The host prefix (/32, /128) of an address.
-pub fn host_prefix(a: IpAddr) -> Prefix {
-    prefix_of(IpNet::host(a)).expect("a host prefix is a network")
 }
 
 /// A batch being applied.
@@ -490,7 +451,7 @@ impl<'a> Edit<'a> {
                     }
                     (None, _) => return Err(err(ErrorKind::Invalid, "rule replace needs an id")),
                 };
-                let rule = super::rules::rule_from_wire(id, r, |name| self.port(name))?;
+                let rule = convert::rules::rule_from_wire(id, r, |name| self.port(name))?;
                 let nhs = self.rule_nexthops(r)?;
                 self.mgmt.rule_nexthops.set(id, nhs);
                 let u = if matches!(c, Change::RuleAdd(_)) {
@@ -615,7 +576,7 @@ pub fn apply(
         let (updates, origin): (Vec<acl::Update>, Vec<usize>) = e.acl.into_iter().unzip();
         let applied = acl_w.apply(&updates).map_err(|be| {
             let idx = origin.get(be.index).copied().unwrap_or(0);
-            super::rules::update_error(&be.error).at(idx as u64 + 1)
+            convert::rules::update_error(&be.error).at(idx as u64 + 1)
         })?;
         (applied.version, applied.retired_slots)
     };
@@ -754,10 +715,8 @@ fn check_family(via: Option<IpAddr>, prefix: Prefix) -> Result<(), ErrorBody> {
 mod addresses;
 pub mod fpm;
 mod nexthops;
-mod view;
 
 pub use fpm::{apply_fpm, FpmOp};
 pub use nexthops::{is_user_id, AUTO_MIN_ID, USER_MAX_ID};
-pub use view::{route_to_wire, target_to_wire, RouteSelector};
 #[cfg(test)]
 pub(crate) mod tests;

@@ -1,4 +1,5 @@
-//! The operator's view of routes and targets, for dumps and `config save`.
+//! Routes and their targets as the operator sees them (the wire), for dumps,
+//! `config save`, and the selection of `route show` and `route flush`.
 
 use ctl::wire::{self, ErrorBody, ErrorKind, IpNet, RouteTarget};
 
