@@ -6,7 +6,9 @@
 //! together), [`tables`] (the published root of every table), [`qsbr`]
 //! (versions, quiescence, reclamation), [`control`] (the control lcore, the
 //! single writer), [`fpm`] (FRR zebra's route stream, decoded),
-//! [`hostif`] (the ports' kernel interfaces and the host thread), [`dpdk`]
+//! [`hostif`] (the ports' kernel interfaces and the host thread),
+//! [`preflight`] (the machine checked against a config before a start),
+//! [`dpdk`]
 //! (safe wrappers; with `qsbr` and `hostif::tap` the only `unsafe`).
 #![deny(unsafe_code)]
 
@@ -18,6 +20,7 @@ pub mod fpm;
 pub mod hostif;
 pub mod neigh;
 pub mod pkt;
+pub mod preflight;
 pub mod punt;
 pub mod qsbr;
 pub mod route;

@@ -3,7 +3,10 @@
 //! ```text
 //! fwd CONFIG.yaml [--check] [--stats-interval SECS] [--stats-json PATH]
 //!                 [--exit-after-rx N] [--exit-on-idle MS]
+//! fwd preflight CONFIG.yaml [--json]
 //! ```
+//! `preflight` checks the machine for what the config needs
+//! ([`fwd::preflight`]).
 //! Brings up the EAL, the mempool and the ports named in the config, builds
 //! the initial tables (interface addresses, static routes, neighbours),
 //! starts the control lcore and one worker per configured lcore, and runs
@@ -35,7 +38,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: fwd CONFIG.yaml [--check] [--stats-interval SECS] \
-[--stats-json PATH] [--exit-after-rx N] [--exit-on-idle MS]";
+[--stats-json PATH] [--exit-after-rx N] [--exit-on-idle MS]\n       fwd preflight CONFIG.yaml [--json]";
 
 fn parse_args() -> Result<Args> {
     let mut it = std::env::args().skip(1);
@@ -89,6 +92,10 @@ fn parse_args() -> Result<Args> {
 }
 
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("preflight") {
+        std::process::exit(fwd::preflight::main(&argv[1..]));
+    }
     if let Err(e) = run() {
         eprintln!("fwd: {e:#}");
         std::process::exit(1);
