@@ -7,8 +7,8 @@
 //! (versions, quiescence, reclamation), [`control`] (the control lcore, the
 //! single writer), [`fpm`] (FRR zebra's route stream, decoded),
 //! [`hostif`] (the ports' kernel interfaces and the host thread),
-//! [`preflight`] (the machine checked against a config before a start),
-//! [`dpdk`]
+//! [`systemd`] (readiness and the watchdog), [`preflight`] (the machine
+//! checked against a config before a start), [`dpdk`]
 //! (safe wrappers; with `qsbr` and `hostif::tap` the only `unsafe`).
 #![deny(unsafe_code)]
 
@@ -25,5 +25,6 @@ pub mod punt;
 pub mod qsbr;
 pub mod route;
 pub mod stats;
+pub mod systemd;
 pub mod tables;
 pub mod worker;

@@ -6,7 +6,8 @@
 //! fwd preflight CONFIG.yaml [--json]
 //! ```
 //! `preflight` checks the machine for what the config needs
-//! ([`fwd::preflight`]).
+//! ([`fwd::preflight`]); under systemd the daemon reports readiness and
+//! feeds the watchdog ([`fwd::systemd`]).
 //! Brings up the EAL, the mempool and the ports named in the config, builds
 //! the initial tables (interface addresses, static routes, neighbours),
 //! starts the control lcore and one worker per configured lcore, and runs
@@ -110,6 +111,9 @@ fn run() -> Result<()> {
         println!("{}: ok", args.config.display());
         return Ok(());
     }
+    // Before any thread exists: it reads the environment.
+    let mut service = fwd::systemd::Service::from_env();
+    service.status("starting: control socket, EAL, ports");
     // The control socket first: a bad path fails before any port starts.
     let bound = fwd::control::server::bind(fwd::control::server::ServerConfig {
         path: cfg.control.socket.clone(),
@@ -320,7 +324,7 @@ fn run() -> Result<()> {
             }),
         };
         let worker = Worker::new(setup, Arc::clone(&stats));
-        let reader = writer.register_reader(&format!("worker{wi}@lcore{}", w.lcore));
+        let reader = writer.register_reader(&worker_name(wi, w.lcore));
         let stop = Arc::clone(&stop);
         jobs.push(lcore::launch(&eal, w.lcore, move || {
             worker.run(reader, stop)
@@ -426,6 +430,17 @@ fn run() -> Result<()> {
         ports.len()
     );
 
+    // READY=1 (and the watchdog) once every worker has polled.
+    service.started(fwd::systemd::Watched {
+        stats: Arc::clone(&stats),
+        workers: cfg
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(wi, w)| worker_name(wi, w.lcore))
+            .collect(),
+        control: control.handle(),
+    });
     let names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
     let mut display = StatsDisplay::new(&stats);
     let mut last_print = Instant::now();
@@ -433,6 +448,7 @@ fn run() -> Result<()> {
     // Relaxed: a flag set by the signal handler; nothing else is published through it.
     while !term.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(10));
+        service.tick().context("starting the watchdog thread")?;
         let snap = stats.snapshot();
         if let Some(n) = args.exit_after_rx {
             if snap.rx_packets >= n {
@@ -455,6 +471,7 @@ fn run() -> Result<()> {
     }
 
     eprintln!("fwd: stopping");
+    service.stopping();
     drop(server);
     drop(fpm_server);
     drop(host_thread);
@@ -516,6 +533,11 @@ fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
         }
         other => other,
     }
+}
+
+/// A worker's name, as its QSBR reader and the watchdog report it.
+fn worker_name(index: usize, lcore: u32) -> String {
+    format!("worker{index}@lcore{lcore}")
 }
 
 struct StopOnDrop(Arc<AtomicBool>);
