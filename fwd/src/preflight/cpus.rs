@@ -68,6 +68,7 @@ pub(super) fn check(cfg: &Config, sys: &SysView) -> Vec<Finding> {
             ),
         ));
     }
+    v.extend(sharing(cfg));
     for p in &cfg.ports {
         if p.attach() != Attach::Pci {
             continue;
@@ -123,6 +124,52 @@ pub(super) fn check(cfg: &Config, sys: &SysView) -> Vec<Finding> {
                     "set those workers' cpu: to CPUs of node {node} ({})",
                     format_cpulist(&local)
                 ),
+            ));
+        }
+    }
+    v
+}
+
+/// A worker's CPU shared with another worker, the EAL main lcore or the
+/// control lcore: a busy poller there takes the CPU from the other.
+fn sharing(cfg: &Config) -> Vec<Finding> {
+    let mut users: Vec<(usize, String)> = vec![(
+        cfg.eal.main_cpu.unwrap_or(cfg.eal.main_lcore as usize),
+        "eal.main_lcore".to_string(),
+    )];
+    if let Some(c) = cfg.control.cpu {
+        users.push((c, "control.cpu".to_string()));
+    }
+    for (i, w) in cfg.workers.iter().enumerate() {
+        users.push((worker_cpu(w), format!("workers[{i}]")));
+    }
+    let mut v = Vec::new();
+    for (i, w) in cfg.workers.iter().enumerate() {
+        let cpu = worker_cpu(w);
+        let me = format!("workers[{i}]");
+        let others: Vec<&str> = users
+            .iter()
+            .filter(|(c, who)| *c == cpu && *who != me)
+            .map(|(_, who)| who.as_str())
+            .collect();
+        // Each pair once: reported by its first worker.
+        if others.iter().any(|o| {
+            o.strip_prefix("workers[")
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|n| n.parse::<usize>().ok())
+                .is_some_and(|n| n < i)
+        }) {
+            continue;
+        }
+        if !others.is_empty() {
+            v.push(Finding::warn(
+                ISOLATION,
+                format!(
+                    "{me} shares CPU {cpu} with {}: a polling worker takes the CPU from \
+                     the other (fine for tests, not for forwarding)",
+                    others.join(", ")
+                ),
+                format!("give {me} a CPU of its own (workers[{i}].cpu)"),
             ));
         }
     }

@@ -366,6 +366,38 @@ fn worker_cpus_isolated_or_warned() {
 }
 
 #[test]
+fn worker_cpus_shared_with_others_are_warned() {
+    let t = Tree::new("shared");
+    t.file("/sys/devices/system/cpu/isolated", "1-7\n");
+    let own = cfg("eal: {main_lcore: 0}
+ports:
+  - {name: a, device: net_null0, rx_queues: 2}
+workers:
+  - {lcore: 1, rx: [{port: a}]}
+  - {lcore: 2, cpu: 3, rx: [{port: a, queue: 1}]}
+control: {cpu: 4}
+");
+    assert_eq!(
+        statuses(&only(&cpus::check(&own, &t.sys()), "cpus")),
+        [Status::Ok]
+    );
+    let shared = cfg("eal: {main_lcore: 0}
+ports:
+  - {name: a, device: net_null0, rx_queues: 2}
+workers:
+  - {lcore: 1, rx: [{port: a}]}
+  - {lcore: 2, cpu: 1, rx: [{port: a, queue: 1}]}
+control: {cpu: 1}
+");
+    let f = cpus::check(&shared, &t.sys());
+    let c = only(&f, "cpus");
+    assert_eq!(statuses(&c), [Status::Ok, Status::Warn], "{c:#?}");
+    assert!(c[1]
+        .message
+        .contains("workers[0] shares CPU 1 with control.cpu, workers[1]"));
+}
+
+#[test]
 fn workers_off_their_nics_numa_node_are_warned() {
     let c = cfg(PCI); // worker on CPU 2 polls both ports
     let t = intel_tree("numa");
