@@ -5,15 +5,16 @@
 //!                 [--exit-after-rx N] [--exit-on-idle MS]
 //! fwd preflight CONFIG.yaml [--json]
 //! ```
-//! `preflight` checks the machine for what the config needs
-//! ([`fwd::preflight`]); under systemd the daemon reports readiness and
-//! feeds the watchdog ([`fwd::systemd`]).
 //! Brings up the EAL, the mempool and the ports named in the config, builds
 //! the initial tables (interface addresses, static routes, neighbours),
 //! starts the control lcore and one worker per configured lcore, and runs
 //! until SIGINT/SIGTERM: then workers stop, TX buffers are flushed, ports
 //! are stopped and closed (their mbufs go back to the pool) and the final
-//! counters are printed.
+//! counters are printed. Under systemd it reports readiness and feeds the
+//! watchdog ([`fwd::systemd`]).
+//!
+//! `fwd preflight` checks the machine for what the config needs
+//! ([`fwd::preflight`]) and starts nothing.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -25,7 +25,19 @@ const SOCKET: &str = "socket";
 /// lock, which has no owner), or nothing. Asked with `F_OFD_GETLK`, which
 /// sees classic fcntl locks of other processes and OFD locks of anyone.
 fn lock_holder(path: &Path) -> io::Result<Option<Option<i32>>> {
-    let f = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never follow a link or wait on a FIFO planted at the name (under
+    // /tmp when not root): only a regular file is DPDK's.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (DPDK's is one)",
+        ));
+    }
     let mut fl = libc::flock {
         l_type: libc::F_WRLCK as libc::c_short,
         l_whence: libc::SEEK_SET as libc::c_short,

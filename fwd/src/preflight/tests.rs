@@ -476,6 +476,18 @@ fn a_locked_eal_prefix_fails_a_stale_one_passes() {
         [Status::Ok]
     );
 
+    // A FIFO planted at the name is reported, not waited on.
+    std::fs::remove_file(sys.path("/run/fwd/dpdk/p1/config")).unwrap();
+    nix::unistd::mkfifo(
+        &sys.path("/run/fwd/dpdk/p1/config"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    assert_eq!(
+        statuses(&only(&prefix::check(&c, &sys), "prefix")),
+        [Status::Warn]
+    );
+
     // DPDK's own default place when RUNTIME_DIRECTORY is unset (root).
     let sys = t.sys();
     t.file("/var/run/dpdk/p1/config", "x");
