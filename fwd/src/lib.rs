@@ -6,7 +6,9 @@
 //! together), [`tables`] (the published root of every table), [`qsbr`]
 //! (versions, quiescence, reclamation), [`control`] (the control lcore, the
 //! single writer), [`fpm`] (FRR zebra's route stream, decoded),
-//! [`hostif`] (the ports' kernel interfaces and the host thread), [`dpdk`]
+//! [`hostif`] (the ports' kernel interfaces and the host thread),
+//! [`systemd`] (readiness and the watchdog), [`preflight`] (the machine
+//! checked against a config before a start), [`dpdk`]
 //! (safe wrappers; with `qsbr` and `hostif::tap` the only `unsafe`), and
 //! [`corpus`] (where tests and benchmarks find the external data sets).
 
@@ -19,9 +21,11 @@ pub mod fpm;
 pub mod hostif;
 pub mod neigh;
 pub mod pkt;
+pub mod preflight;
 pub mod punt;
 pub mod qsbr;
 pub mod route;
 pub mod stats;
+pub mod systemd;
 pub mod tables;
 pub mod worker;

@@ -3,13 +3,18 @@
 //! ```text
 //! fwd CONFIG.yaml [--check] [--stats-interval SECS] [--stats-json PATH]
 //!                 [--exit-after-rx N] [--exit-on-idle MS]
+//! fwd preflight CONFIG.yaml [--json]
 //! ```
 //! Brings up the EAL, the mempool and the ports named in the config, builds
 //! the initial tables (interface addresses, static routes, neighbours),
 //! starts the control lcore and one worker per configured lcore, and runs
 //! until SIGINT/SIGTERM: then workers stop, TX buffers are flushed, ports
 //! are stopped and closed (their mbufs go back to the pool) and the final
-//! counters are printed.
+//! counters are printed. Under systemd it reports readiness and feeds the
+//! watchdog ([`fwd::systemd`]).
+//!
+//! `fwd preflight` checks the machine for what the config needs
+//! ([`fwd::preflight`]) and starts nothing.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,7 +40,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: fwd CONFIG.yaml [--check] [--stats-interval SECS] \
-[--stats-json PATH] [--exit-after-rx N] [--exit-on-idle MS]";
+[--stats-json PATH] [--exit-after-rx N] [--exit-on-idle MS]\n       fwd preflight CONFIG.yaml [--json]";
 
 fn parse_args() -> Result<Args> {
     let mut it = std::env::args().skip(1);
@@ -89,6 +94,10 @@ fn parse_args() -> Result<Args> {
 }
 
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("preflight") {
+        std::process::exit(fwd::preflight::main(&argv[1..]));
+    }
     if let Err(e) = run() {
         eprintln!("fwd: {e:#}");
         std::process::exit(1);
@@ -104,6 +113,9 @@ fn run() -> Result<()> {
         println!("{}: ok", args.config.display());
         return Ok(());
     }
+    // Before any thread exists: it reads the environment.
+    let mut service = fwd::systemd::Service::from_env();
+    service.status("starting: control socket, EAL, ports");
     // The control socket first: a bad path fails before any port starts.
     let bound = fwd::control::server::bind(fwd::control::server::ServerConfig {
         path: cfg.control.socket.clone(),
@@ -319,7 +331,7 @@ fn run() -> Result<()> {
             }),
         };
         let worker = Worker::new(setup, Arc::clone(&stats));
-        let reader = writer.register_reader(&format!("worker{wi}@lcore{}", w.lcore));
+        let reader = writer.register_reader(&worker_name(wi, w.lcore));
         let stop = Arc::clone(&stop);
         jobs.push(lcore::launch(&eal, w.lcore, move || {
             worker.run(reader, stop)
@@ -425,6 +437,17 @@ fn run() -> Result<()> {
         ports.len()
     );
 
+    // READY=1 (and the watchdog) once every worker has polled.
+    service.started(fwd::systemd::Watched {
+        stats: Arc::clone(&stats),
+        workers: cfg
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(wi, w)| worker_name(wi, w.lcore))
+            .collect(),
+        control: control.handle(),
+    });
     let names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
     let mut display = StatsDisplay::new(&stats);
     let mut last_print = Instant::now();
@@ -432,6 +455,7 @@ fn run() -> Result<()> {
     // Relaxed: a flag set by the signal handler; nothing else is published through it.
     while !term.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(10));
+        service.tick().context("starting the watchdog thread")?;
         let snap = stats.snapshot();
         if let Some(n) = args.exit_after_rx {
             if snap.rx_packets >= n {
@@ -454,6 +478,7 @@ fn run() -> Result<()> {
     }
 
     eprintln!("fwd: stopping");
+    service.stopping();
     drop(server);
     drop(fpm_server);
     drop(host_thread);
@@ -527,6 +552,11 @@ impl Drop for PrivateDir {
             eprintln!("fwd: removing {}: {e}", self.0.display());
         }
     }
+}
+
+/// A worker's name, as its QSBR reader and the watchdog report it.
+fn worker_name(index: usize, lcore: u32) -> String {
+    format!("worker{index}@lcore{lcore}")
 }
 
 struct StopOnDrop(Arc<AtomicBool>);

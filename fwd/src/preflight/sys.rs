@@ -1,0 +1,139 @@
+//! The system as the checks see it: every absolute path (`/proc`, `/sys`,
+//! `/usr/lib`, the runtime directory, the control socket) is read under a
+//! root, `/` on a host and a fixture tree in tests.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where the checks read the machine.
+#[derive(Clone, Debug)]
+pub struct SysView {
+    root: PathBuf,
+    /// `RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`, or the one the
+    /// daemon picks), which DPDK prefers for its runtime files.
+    pub runtime_directory: Option<PathBuf>,
+    /// `XDG_RUNTIME_DIR`, DPDK's choice for a non-root user.
+    pub xdg_runtime_dir: Option<PathBuf>,
+    /// Whether the daemon would run as root (DPDK then uses `/var/run`).
+    pub root_user: bool,
+}
+
+impl SysView {
+    /// This machine, with this process's environment.
+    pub fn host() -> SysView {
+        SysView {
+            root: PathBuf::from("/"),
+            runtime_directory: std::env::var_os("RUNTIME_DIRECTORY").map(PathBuf::from),
+            xdg_runtime_dir: std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+            root_user: nix::unistd::getuid().is_root(),
+        }
+    }
+
+    /// A tree under `root` (tests), run as root with no runtime variables.
+    pub fn at(root: &Path) -> SysView {
+        SysView {
+            root: root.to_path_buf(),
+            runtime_directory: None,
+            xdg_runtime_dir: None,
+            root_user: true,
+        }
+    }
+
+    /// Where `abs` (an absolute path on the viewed system) is here.
+    pub fn path(&self, abs: impl AsRef<Path>) -> PathBuf {
+        let abs = abs.as_ref();
+        self.root.join(abs.strip_prefix("/").unwrap_or(abs))
+    }
+
+    /// The file's text.
+    ///
+    /// # Errors
+    /// Whatever reading it gives.
+    pub fn read(&self, abs: impl AsRef<Path>) -> io::Result<String> {
+        std::fs::read_to_string(self.path(abs))
+    }
+
+    /// The file's text, trimmed; `None` when unreadable.
+    pub fn read_trim(&self, abs: impl AsRef<Path>) -> Option<String> {
+        self.read(abs).ok().map(|s| s.trim().to_string())
+    }
+
+    pub fn exists(&self, abs: impl AsRef<Path>) -> bool {
+        self.path(abs).exists()
+    }
+
+    /// The last component of a symbolic link's target (a device's
+    /// `driver` link names the driver so).
+    pub fn link_name(&self, abs: impl AsRef<Path>) -> Option<String> {
+        let t = std::fs::read_link(self.path(abs)).ok()?;
+        t.file_name().map(|n| n.to_string_lossy().into_owned())
+    }
+
+    /// The names in a directory, sorted; empty when it cannot be read.
+    pub fn list(&self, abs: impl AsRef<Path>) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.path(abs))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// DPDK's runtime base (`eal_create_runtime_dir`): `RUNTIME_DIRECTORY`,
+    /// else `/var/run` for root, else `XDG_RUNTIME_DIR` or `/tmp`. Its
+    /// per-prefix directory is `<base>/dpdk/<prefix>`.
+    pub fn dpdk_runtime_base(&self) -> PathBuf {
+        if let Some(d) = &self.runtime_directory {
+            return d.clone();
+        }
+        if self.root_user {
+            return PathBuf::from("/var/run");
+        }
+        self.xdg_runtime_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/tmp"))
+    }
+}
+
+/// Parses a kernel CPU list (`0-3,8,10-11`); `None` when malformed.
+pub fn parse_cpulist(s: &str) -> Option<Vec<usize>> {
+    let mut v = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                if b < a || b - a > 65536 {
+                    return None;
+                }
+                v.extend(a..=b);
+            }
+            None => v.push(part.parse().ok()?),
+        }
+    }
+    Some(v)
+}
+
+/// Formats CPUs as a kernel list (`1-3,8`).
+pub fn format_cpulist(cpus: &[usize]) -> String {
+    let mut c = cpus.to_vec();
+    c.sort_unstable();
+    c.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        let mut j = i;
+        while j + 1 < c.len() && c[j + 1] == c[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            c[i].to_string()
+        } else {
+            format!("{}-{}", c[i], c[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
