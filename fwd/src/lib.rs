@@ -22,5 +22,6 @@ pub mod punt;
 pub mod qsbr;
 pub mod route;
 pub mod stats;
+pub mod thread;
 pub mod tables;
 pub mod worker;
