@@ -18,6 +18,7 @@ pub mod fpm;
 mod fpm_tests;
 pub mod link;
 pub mod neigh;
+pub mod ports;
 pub mod ra;
 mod rules;
 pub mod saved;
