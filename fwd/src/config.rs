@@ -64,6 +64,94 @@ pub struct Config {
     /// The FPM server zebra feeds routes through (off when absent).
     #[serde(default)]
     pub fpm: Option<FpmConfig>,
+    /// The OpenMetrics (Prometheus) endpoint (off when absent).
+    #[serde(default)]
+    pub metrics: Option<MetricsConfig>,
+}
+
+/// The OpenMetrics / Prometheus endpoint: `GET /metrics` over HTTP.
+///
+/// It has no authentication and no TLS: anyone who can reach `listen`
+/// reads every counter (rule ids, port names, neighbour counts). Any
+/// address is accepted, as the operator's choice; bind it to loopback or
+/// a management network.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// TCP address to listen on (`ADDRESS:PORT`, port not 0).
+    pub listen: String,
+    /// At most this many rules get their own series (the first ones in
+    /// evaluation order); `fwd_rule_series_omitted` counts the rest.
+    pub max_rule_series: usize,
+    /// Scrapes served at once; further connections get 503 at once.
+    pub max_connections: usize,
+    /// A request must arrive whole, and its answer be taken, within this.
+    pub timeout_ms: u64,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            listen: "127.0.0.1:9469".into(),
+            max_rule_series: 1000,
+            max_connections: 8,
+            timeout_ms: 5000,
+        }
+    }
+}
+
+/// Upper bound of `metrics.max_rule_series`: the classifier's capacity,
+/// beyond which the cap means nothing.
+pub const MAX_RULE_SERIES: usize = 131_072;
+
+impl MetricsConfig {
+    /// The listening address (after [`Config::validate`], never fails).
+    ///
+    /// # Errors
+    /// `metrics.listen` when it is not `ADDRESS:PORT` with a port other
+    /// than 0.
+    pub fn listen_addr(&self) -> Result<std::net::SocketAddr, ConfigError> {
+        let a: std::net::SocketAddr = self.listen.parse().map_err(|e| {
+            invalid(
+                "metrics.listen",
+                format!(
+                    "{:?}: {e} (want ADDRESS:PORT, e.g. 127.0.0.1:9469 or [::1]:9469)",
+                    self.listen
+                ),
+            )
+        })?;
+        if a.port() == 0 {
+            return Err(invalid(
+                "metrics.listen",
+                format!(
+                    "{:?}: port 0 is not a fixed port a scraper can find",
+                    self.listen
+                ),
+            ));
+        }
+        Ok(a)
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// The first invalid field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.listen_addr()?;
+        if self.max_rule_series > MAX_RULE_SERIES {
+            return Err(invalid(
+                "metrics.max_rule_series",
+                format!("must be 0..={MAX_RULE_SERIES}"),
+            ));
+        }
+        if !(1..=256).contains(&self.max_connections) {
+            return Err(invalid("metrics.max_connections", "must be 1..=256"));
+        }
+        if !(100..=600_000).contains(&self.timeout_ms) {
+            return Err(invalid("metrics.timeout_ms", "must be 100..=600000"));
+        }
+        Ok(())
+    }
 }
 
 /// The host path (exception path): each port's kernel interface, and the
@@ -955,6 +1043,17 @@ impl Config {
                 ));
             }
         }
+        if let Some(m) = &self.metrics {
+            m.validate()?;
+            if let Some(f) = &self.fpm {
+                if f.listen.parse::<std::net::SocketAddr>().ok() == m.listen_addr().ok() {
+                    return Err(invalid(
+                        "metrics.listen",
+                        format!("{:?} is fpm.listen too", m.listen),
+                    ));
+                }
+            }
+        }
         if self.datapath.drain_us == 0 || self.datapath.drain_us > 100_000 {
             return Err(invalid("datapath.drain_us", "must be 1..=100000"));
         }
@@ -1216,6 +1315,68 @@ neighbours:
             }
         }
         assert!(n >= 2, "examples found: {n}");
+    }
+
+    #[test]
+    fn metrics_is_off_by_default_and_its_fields_are_checked() {
+        let c = Config::parse(GOOD, "t.yaml").unwrap();
+        assert!(c.metrics.is_none(), "no metrics: section, no listener");
+        let c = Config::parse(&format!("{GOOD}metrics: {{}}\n"), "t.yaml").unwrap();
+        let m = c.metrics.expect("an empty section takes the defaults");
+        assert_eq!(m.listen_addr().unwrap(), "127.0.0.1:9469".parse().unwrap());
+        assert_eq!(m.max_rule_series, 1000);
+        // Any address is the operator's choice, IPv6 too.
+        for ok in ["0.0.0.0:9469", "[::1]:9100", "192.0.2.7:80"] {
+            let c = Config::parse(&format!("{GOOD}metrics: {{listen: '{ok}'}}\n"), "t.yaml");
+            assert!(c.is_ok(), "{ok}: {:?}", c.err());
+        }
+        for (extra, field, says) in [
+            (
+                "metrics: {listen: '127.0.0.1'}\n",
+                "metrics.listen",
+                "ADDRESS:PORT",
+            ),
+            (
+                "metrics: {listen: 'localhost:9469'}\n",
+                "metrics.listen",
+                "ADDRESS:PORT",
+            ),
+            (
+                "metrics: {listen: '127.0.0.1:0'}\n",
+                "metrics.listen",
+                "port 0",
+            ),
+            (
+                "metrics: {listen: '::1:9469'}\n",
+                "metrics.listen",
+                "ADDRESS:PORT",
+            ),
+            (
+                "metrics: {max_rule_series: 200000}\n",
+                "metrics.max_rule_series",
+                "0..=",
+            ),
+            (
+                "metrics: {max_connections: 0}\n",
+                "metrics.max_connections",
+                "1..=",
+            ),
+            (
+                "metrics: {timeout_ms: 10}\n",
+                "metrics.timeout_ms",
+                "100..=",
+            ),
+            (
+                "fpm: {listen: '127.0.0.1:2620'}\nmetrics: {listen: '127.0.0.1:2620'}\n",
+                "metrics.listen",
+                "fpm.listen",
+            ),
+        ] {
+            let e = err(&format!("{GOOD}{extra}"));
+            assert!(e.starts_with(field), "{extra}: {e}");
+            assert!(e.contains(says), "{extra}: {e}");
+        }
+        assert!(err(&format!("{GOOD}metrics: {{port: 9469}}\n")).contains("unknown field"));
     }
 
     #[test]

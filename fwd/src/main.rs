@@ -395,6 +395,41 @@ fn run() -> Result<()> {
         }
         None => None,
     };
+    let port_meta: Vec<fwd::control::ports::PortMeta> = cfg
+        .ports
+        .iter()
+        .zip(&ports)
+        .map(|(c, p)| fwd::control::ports::PortMeta {
+            name: c.name.clone(),
+            dpdk_id: p.id(),
+            driver: c.dev_name().to_string(),
+            rx_queues: p.rx_queue_count(),
+            tx_queues: p.tx_queue_count(),
+            mtu: c.mtu.unwrap_or(1500),
+        })
+        .collect();
+    // The metrics endpoint: its own thread, reading what `fwdctl` reads.
+    let metrics = match &cfg.metrics {
+        Some(m) => {
+            let listen = m.listen_addr()?;
+            let sources = fwd::metrics::Sources {
+                control: handle.clone(),
+                stats: Arc::clone(&stats),
+                rule_counters: Arc::clone(&rule_counter_set),
+                ports: port_meta.clone(),
+                pool: Some(Arc::clone(&pool)),
+                host: cfg.host.as_ref().map(|_| Arc::clone(&host_counters)),
+                max_rule_series: m.max_rule_series,
+                version: format!("fwd {}", env!("CARGO_PKG_VERSION")),
+            };
+            let timeout = Duration::from_millis(m.timeout_ms);
+            let s = fwd::metrics::start(listen, m.max_connections, timeout, sources)
+                .with_context(|| format!("metrics: listening on {listen}"))?;
+            eprintln!("fwd: metrics: serving http://{}/metrics", s.local_addr());
+            Some(s)
+        }
+        None => None,
+    };
     let tsc_ms = (dpdk::tsc_hz() / 1000).max(1);
     let server = fwd::control::server::start(
         bound,
@@ -402,19 +437,7 @@ fn run() -> Result<()> {
             control: handle,
             stats: Arc::clone(&stats),
             rule_counters: Arc::clone(&rule_counter_set),
-            ports: cfg
-                .ports
-                .iter()
-                .zip(&ports)
-                .map(|(c, p)| fwd::control::server::PortMeta {
-                    name: c.name.clone(),
-                    dpdk_id: p.id(),
-                    driver: c.dev_name().to_string(),
-                    rx_queues: p.rx_queue_count(),
-                    tx_queues: p.tx_queue_count(),
-                    mtu: c.mtu.unwrap_or(1500),
-                })
-                .collect(),
+            ports: port_meta.clone(),
             started: Instant::now(),
             version: format!("fwd {}", env!("CARGO_PKG_VERSION")),
             events: Arc::clone(&events),
@@ -479,6 +502,7 @@ fn run() -> Result<()> {
 
     eprintln!("fwd: stopping");
     service.stopping();
+    drop(metrics);
     drop(server);
     drop(fpm_server);
     drop(host_thread);

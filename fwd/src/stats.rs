@@ -282,14 +282,19 @@ impl Stats {
                 tx_packets: l.tx_packets.get(),
                 replies: l.events[Event::Replies as usize].get(),
                 drops: 0,
+                drops_by_reason: [0; DropReason::COUNT],
+                events: [0; Event::COUNT],
             };
             for (i, d) in l.drops.iter().enumerate() {
                 let v = d.get();
                 s.drops[i] += v;
                 ls.drops += v;
+                ls.drops_by_reason[i] = v;
             }
             for (i, e) in l.events.iter().enumerate() {
-                s.events[i] += e.get();
+                let v = e.get();
+                s.events[i] += v;
+                ls.events[i] = v;
             }
             for (p, pc) in l.ports.iter().enumerate() {
                 let t = &mut s.ports[p];
@@ -325,6 +330,13 @@ pub struct LcoreTotals {
     pub tx_packets: u64,
     pub replies: u64,
     pub drops: u64,
+    /// This lcore's drops, indexed by [`DropReason`] (not in the JSON
+    /// documents, which carry the sums).
+    #[serde(skip)]
+    pub drops_by_reason: [u64; DropReason::COUNT],
+    /// This lcore's events, indexed by [`Event`].
+    #[serde(skip)]
+    pub events: [u64; Event::COUNT],
 }
 
 /// A summed view of every counter.
@@ -430,6 +442,13 @@ mod tests {
         assert_eq!(snap.dropped(DropReason::NoRoute), 3);
         assert_eq!(snap.ports[1].tx_packets, 7);
         assert_eq!(snap.lcores[0].drops, 2);
+        assert_eq!(
+            snap.lcores[1].drops_by_reason[DropReason::NoRoute as usize],
+            1
+        );
+        s.lcore(1).event_n(Event::Punted, 5);
+        assert_eq!(s.snapshot().lcores[1].events[Event::Punted as usize], 5);
+        assert_eq!(s.snapshot().lcores[0].events[Event::Punted as usize], 0);
         assert_eq!(DropReason::ALL.len(), DropReason::COUNT);
         for (i, r) in DropReason::ALL.iter().enumerate() {
             assert_eq!(*r as usize, i);

@@ -45,7 +45,6 @@ use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ctl::wire::FpmStatus;
@@ -195,21 +194,8 @@ impl FpmControl {
     }
 }
 
-/// The running FPM thread.
-pub struct FpmServer {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for FpmServer {
-    fn drop(&mut self) {
-        // Relaxed: a flag; the join below orders everything else.
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+/// The running FPM thread (stopped and joined when dropped).
+pub type FpmServer = crate::thread::StoppableThread;
 
 /// How often the thread looks at its stop flag while idle.
 const TICK: Duration = Duration::from_millis(100);
@@ -230,31 +216,21 @@ pub fn start(
     let listener = TcpListener::bind(settings.listen)?;
     listener.set_nonblocking(true)?;
     status(&shared).listen = Some(listener.local_addr()?.to_string());
-    let stop = Arc::new(AtomicBool::new(false));
     let tr = Translate {
         tables: settings.tables.clone(),
         ifindex,
     };
     let allowed = settings.allowed_uids.clone();
-    let thread = {
-        let stop = Arc::clone(&stop);
-        std::thread::Builder::new()
-            .name("fwd-fpm".into())
-            .spawn(move || {
-                Server {
-                    listener: &listener,
-                    allowed: allowed.as_deref(),
-                    control: &control,
-                    tr: &tr,
-                    shared: &shared,
-                    stop: &stop,
-                }
-                .serve()
-            })?
-    };
-    Ok(FpmServer {
-        stop,
-        thread: Some(thread),
+    FpmServer::spawn("fwd-fpm", move |stop| {
+        Server {
+            listener: &listener,
+            allowed: allowed.as_deref(),
+            control: &control,
+            tr: &tr,
+            shared: &shared,
+            stop,
+        }
+        .serve()
     })
 }
 
@@ -273,7 +249,7 @@ impl Server<'_> {
     fn serve(&self) {
         let (control, shared, stop) = (self.control, self.shared, self.stop);
         let mut next = None;
-        // Relaxed: see `FpmServer::drop`.
+        // Relaxed: see `StoppableThread::drop`.
         while !stop.load(Ordering::Relaxed) {
             let Some((conn, peer)) = next.take().or_else(|| self.accept()) else {
                 std::thread::sleep(TICK);
@@ -335,7 +311,7 @@ impl Server<'_> {
         let mut ingest = Ingest::new(tr);
         let mut pending: Option<std::sync::mpsc::Receiver<()>> = None;
         let mut buf = vec![0u8; READ_CHUNK];
-        // Relaxed: see `FpmServer::drop`.
+        // Relaxed: see `StoppableThread::drop`.
         while !stop.load(Ordering::Relaxed) {
             if let Some(newer) = self.accept() {
                 return ("replaced by a new connection".into(), Some(newer));

@@ -19,6 +19,7 @@ pub mod fpm;
 mod fpm_tests;
 pub mod link;
 pub mod neigh;
+pub mod ports;
 pub mod ra;
 pub mod saved;
 #[cfg(test)]

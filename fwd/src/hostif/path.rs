@@ -21,7 +21,6 @@
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::rtnl::Rtnl;
@@ -83,21 +82,8 @@ pub struct HostPath {
     pub snapshot: Box<dyn Fn() -> Option<Tables> + Send>,
 }
 
-/// The running thread.
-pub struct HostThread {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for HostThread {
-    fn drop(&mut self) {
-        // Relaxed: a flag; the join orders everything else.
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+/// The running thread (stopped and joined when dropped).
+pub type HostThread = crate::thread::StoppableThread;
 
 impl HostPath {
     /// The kernel interfaces' indexes, to ports (for FPM).
@@ -115,15 +101,7 @@ impl HostPath {
     /// When the netlink socket cannot be opened or the thread spawned.
     pub fn start(self) -> std::io::Result<HostThread> {
         let rtnl = Rtnl::open().map_err(std::io::Error::other)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("fwd-host".into())
-            .spawn(move || self.run(rtnl, &s))?;
-        Ok(HostThread {
-            stop,
-            thread: Some(thread),
-        })
+        HostThread::spawn("fwd-host", move |stop| self.run(rtnl, stop))
     }
 
     fn run(mut self, mut rtnl: Rtnl, stop: &AtomicBool) {
@@ -131,7 +109,7 @@ impl HostPath {
         let mut seen: Option<Arc<[PortInfo]>> = None;
         let mut last_sync: Option<Instant> = None;
         let mut next_worker = 0usize;
-        // Relaxed: see `HostThread::drop`.
+        // Relaxed: see `StoppableThread::drop`.
         while !stop.load(Ordering::Relaxed) {
             if last_sync.is_none_or(|t| t.elapsed() >= SYNC_INTERVAL) {
                 last_sync = Some(Instant::now());

@@ -194,6 +194,8 @@ pub fn domain<T: Send + Sync + 'static>(initial: T, cfg: QsbrConfig) -> Writer<T
         // hdrhistogram accepts, so this cannot fail.
         latency: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
             .expect("constant histogram bounds are valid"),
+        latency_buckets: [0; LATENCY_BUCKETS],
+        latency_sum_ns: 0,
     }
 }
 
@@ -213,6 +215,11 @@ pub struct Writer<T> {
     reclaimed_objects_total: u64,
     reclaimed_bytes_total: u64,
     latency: Histogram<u64>,
+    /// The same samples in [`LATENCY_BUCKETS_NS`] (the last slot: above
+    /// every bound), and their sum: a fixed-bucket view for the metrics
+    /// endpoint that costs a copy to report, not a walk of the histogram.
+    latency_buckets: [u64; LATENCY_BUCKETS],
+    latency_sum_ns: u64,
 }
 
 impl<T> Writer<T> {
@@ -364,6 +371,8 @@ impl<T> Writer<T> {
                 p99_ns: q(0.99),
                 p999_ns: q(0.999),
                 max_ns: self.latency.max(),
+                buckets: self.latency_buckets,
+                sum_ns: self.latency_sum_ns,
             },
             reclaimed_objects_total: self.reclaimed_objects_total,
             reclaimed_bytes_total: self.reclaimed_bytes_total,
@@ -412,8 +421,10 @@ impl<T> Writer<T> {
             self.reclaimed_bytes_total += p.bytes as u64;
             if let Some(at) = p.published_at {
                 let ns = now.saturating_duration_since(at).as_nanos();
-                self.latency
-                    .saturating_record(u64::try_from(ns).unwrap_or(u64::MAX));
+                let ns = u64::try_from(ns).unwrap_or(u64::MAX);
+                self.latency.saturating_record(ns);
+                self.latency_buckets[latency_bucket(ns)] += 1;
+                self.latency_sum_ns = self.latency_sum_ns.saturating_add(ns);
             }
             drop(p);
             freed += 1;
@@ -650,6 +661,37 @@ impl<T> Drop for Snapshot<'_, T> {
     }
 }
 
+/// Upper bounds (inclusive, ns) of the fixed latency buckets: 10 us to
+/// 10 s, 1-2.5-5 per decade (Prometheus' usual spacing).
+pub const LATENCY_BUCKETS_NS: [u64; 19] = [
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+/// Slots of [`LatencyStats::buckets`]: one per bound and one above all.
+pub const LATENCY_BUCKETS: usize = LATENCY_BUCKETS_NS.len() + 1;
+
+/// The slot of a sample of `ns`: the first bound at or above it.
+fn latency_bucket(ns: u64) -> usize {
+    LATENCY_BUCKETS_NS.partition_point(|&b| b < ns)
+}
+
 /// Publish-to-quiescent latency: for each published generation, the time from
 /// `publish` until the writer saw every online reader report it (resolution:
 /// the writer's scans, i.e. its `publish`/`reclaim` calls).
@@ -660,6 +702,11 @@ pub struct LatencyStats {
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
+    /// Samples per [`LATENCY_BUCKETS_NS`] bound (not cumulative), the last
+    /// slot above every bound; they sum to `count`.
+    pub buckets: [u64; LATENCY_BUCKETS],
+    /// Sum of every sample (saturating).
+    pub sum_ns: u64,
 }
 
 /// One reader as the writer last saw it.

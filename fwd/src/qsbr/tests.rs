@@ -126,6 +126,20 @@ fn old_root_lives_until_reader_reports_a_later_generation() {
         (1, 100)
     );
     assert_eq!(st.publish_to_quiescent.count, 1);
+    // The fixed buckets hold the same sample.
+    assert_eq!(st.publish_to_quiescent.buckets.iter().sum::<u64>(), 1);
+}
+
+#[test]
+fn latency_buckets_take_each_sample_at_its_first_bound_at_or_above() {
+    use super::{latency_bucket, LATENCY_BUCKETS, LATENCY_BUCKETS_NS};
+    assert_eq!(latency_bucket(0), 0);
+    assert_eq!(latency_bucket(10_000), 0, "bounds are inclusive (le)");
+    assert_eq!(latency_bucket(10_001), 1);
+    assert_eq!(latency_bucket(1_000_000), 6);
+    assert_eq!(latency_bucket(10_000_000_000), LATENCY_BUCKETS - 2);
+    assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1, "above all");
+    assert!(LATENCY_BUCKETS_NS.windows(2).all(|w| w[0] < w[1]));
 }
 
 #[test]

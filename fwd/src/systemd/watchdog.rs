@@ -3,8 +3,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::thread::StoppableThread;
 
 use super::health::{Health, Verdict};
 use super::{Notifier, Watched};
@@ -16,18 +17,7 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// The running watchdog thread; dropping it stops and joins it.
 pub struct WatchdogThread {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for WatchdogThread {
-    fn drop(&mut self) {
-        // Relaxed: a flag; the join orders everything else.
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    _thread: StoppableThread,
 }
 
 impl WatchdogThread {
@@ -42,15 +32,10 @@ impl WatchdogThread {
         period: Duration,
         watched: Watched,
     ) -> std::io::Result<WatchdogThread> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("fwd-watchdog".into())
-            .spawn(move || run(&notifier, period, &watched, &s))?;
-        Ok(WatchdogThread {
-            stop,
-            thread: Some(thread),
+        StoppableThread::spawn("fwd-watchdog", move |stop| {
+            run(&notifier, period, &watched, stop)
         })
+        .map(|t| WatchdogThread { _thread: t })
     }
 }
 

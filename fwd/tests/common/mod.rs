@@ -142,6 +142,14 @@ pub fn is_root() -> bool {
 /// or panics with what it printed if it exits first. Its stderr keeps being
 /// drained in the background so the daemon never blocks on a full pipe.
 pub fn wait_ready(child: &mut Child) {
+    if let Err(text) = try_ready(child) {
+        panic!("fwd exited before forwarding:\n{text}");
+    }
+}
+
+/// [`wait_ready`], returning what `fwd` printed when it exits first (for a
+/// caller that retries, e.g. when a port it picked was taken meanwhile).
+pub fn try_ready(child: &mut Child) -> Result<(), String> {
     use std::io::BufRead;
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -162,8 +170,7 @@ pub fn wait_ready(child: &mut Child) {
         }
     });
     match rx.recv() {
-        Ok(Ok(())) => {}
-        Ok(Err(text)) => panic!("fwd exited before forwarding:\n{text}"),
-        Err(_) => panic!("fwd's stderr reader vanished"),
+        Ok(r) => r,
+        Err(_) => Err("fwd's stderr reader vanished".into()),
     }
 }

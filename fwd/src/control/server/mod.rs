@@ -58,16 +58,7 @@ pub struct ServerConfig {
     pub save_dir: PathBuf,
 }
 
-/// What `port show` reports that the tables do not hold.
-#[derive(Debug, Clone)]
-pub struct PortMeta {
-    pub name: String,
-    pub dpdk_id: u16,
-    pub driver: String,
-    pub rx_queues: u16,
-    pub tx_queues: u16,
-    pub mtu: u16,
-}
+pub use super::ports::PortMeta;
 
 /// Shared by every connection.
 pub struct ServerContext {

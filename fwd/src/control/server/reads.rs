@@ -18,6 +18,7 @@ use ctl::wire::{
 use super::session::send;
 use super::{PortMeta, ServerContext, Shutdown};
 use crate::acl;
+use crate::control::ports::port_stats;
 use crate::control::{route_to_wire, RouteSelector};
 use crate::dpdk::port;
 use crate::route::{self, Prefix, Target};
@@ -35,7 +36,7 @@ pub(super) fn answer(w: &mut Writer, ctx: &ServerContext, id: u64, req: Request)
     match req {
         Request::RouteGet { addr, table } => ok(w, route_get(ctx, addr, table)),
         Request::PortShow { port } => ok(w, port_show(ctx, port.as_deref())),
-        Request::PortStats { port } => ok(w, port_stats(ctx, port.as_deref())),
+        Request::PortStats { port } => ok(w, port_stats_answer(ctx, port.as_deref())),
         Request::PortXstats { port } => ok(
             w,
             select_ports(ctx, port.as_deref()).map(|ps| {
@@ -342,34 +343,11 @@ fn port_show(ctx: &ServerContext, name: Option<&str>) -> Result<Response, ErrorB
     ))
 }
 
-fn port_stats_of(ctx: &ServerContext, snap: &StatsSnapshot) -> Vec<wire::PortStats> {
-    ctx.ports
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let hw = port::hw_stats(m.dpdk_id);
-            let c = snap.ports.get(i).cloned().unwrap_or_default();
-            wire::PortStats {
-                name: m.name.clone(),
-                rx_packets: c.rx_packets,
-                rx_bytes: c.rx_bytes,
-                rx_missed: hw.imissed,
-                rx_errors: hw.ierrors,
-                rx_nombuf: hw.rx_nombuf,
-                tx_packets: c.tx_packets,
-                tx_bytes: c.tx_bytes,
-                tx_errors: hw.oerrors,
-                tx_dropped: c.tx_dropped,
-            }
-        })
-        .collect()
-}
-
-fn port_stats(ctx: &ServerContext, name: Option<&str>) -> Result<Response, ErrorBody> {
+fn port_stats_answer(ctx: &ServerContext, name: Option<&str>) -> Result<Response, ErrorBody> {
     let sel = select_ports(ctx, name)?;
     let snap = ctx.stats.snapshot();
     Ok(Response::PortStats(
-        port_stats_of(ctx, &snap)
+        port_stats(&ctx.ports, &snap)
             .into_iter()
             .filter(|p| sel.iter().any(|s| s.name == p.name))
             .collect(),
@@ -437,7 +415,7 @@ fn stats_report(ctx: &ServerContext, rates: Option<RateSample>) -> StatsReport {
                 dropped: l.drops,
             })
             .collect(),
-        ports: port_stats_of(ctx, &s),
+        ports: port_stats(&ctx.ports, &s),
         rates,
     }
 }
