@@ -3,8 +3,8 @@
 //! Both run on the session's own thread (never a worker, never the control
 //! lcore): they check the request, arm the workers, then drain the
 //! workers' rings every few milliseconds and stream what they find back to
-//! the client, until the asked count is reached, the client hangs up (or
-//! sends anything), or the daemon stops. Whatever ends them disarms them
+//! the client, until the asked count is reached, [`MAX_DURATION`] has
+//! passed, the client hangs up (or sends anything), or the daemon stops. Whatever ends them disarms them
 //! ([`Disarm`]), so a peer that goes away never leaves a tap armed.
 //!
 //! A capture's pcap bytes are streamed, not written by the daemon: `fwdctl`
@@ -16,7 +16,7 @@ use std::io::{self, BufWriter, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ctl::wire::{
     self, CaptureSummary, Direction, ErrorBody, ErrorKind, Item, PcapChunk, ResponseLine,
@@ -42,6 +42,9 @@ type Writer = BufWriter<UnixStream>;
 const POLL: Duration = Duration::from_millis(10);
 /// A pcap chunk is sent once it holds this many bytes (or at each poll).
 const CHUNK: usize = 32 << 10;
+/// A trace or capture ends after this long even if fewer packets matched,
+/// so no peer holds the one slot of each for ever.
+pub const MAX_DURATION: Duration = Duration::from_secs(600);
 
 /// Disarms on drop, however the stream ends.
 struct Disarm<F: FnMut()>(F);
@@ -129,6 +132,7 @@ pub(super) fn trace(
         return fail(w, e);
     }
     let _disarm = Disarm(|| ctx.taps.disarm_trace(&tap));
+    let end = Instant::now() + MAX_DURATION;
     let mut got = 0u64;
     loop {
         while let Some(r) = tap.pop() {
@@ -136,7 +140,7 @@ pub(super) fn trace(
             got += 1;
         }
         w.flush()?;
-        if got + tap.lost() >= u64::from(count) {
+        if got + tap.lost() >= u64::from(count) || Instant::now() >= end {
             break;
         }
         if pause(w.get_ref(), stop, POLL) {
@@ -287,6 +291,7 @@ pub(super) fn capture(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let offset = epoch_ns.wrapping_sub(clock.now().now_ns);
+    let end = Instant::now() + MAX_DURATION;
     let mut pw = pcap::Writer::new(Vec::with_capacity(CHUNK * 2))?;
     let mut written = 0u64;
     let mut items = 0u64;
@@ -311,7 +316,10 @@ pub(super) fn capture(
         }
         chunk(w, pw.get_mut())?;
         w.flush()?;
-        if written >= u64::from(ask.count) || pause(w.get_ref(), stop, POLL) {
+        if written >= u64::from(ask.count)
+            || Instant::now() >= end
+            || pause(w.get_ref(), stop, POLL)
+        {
             break;
         }
     }
