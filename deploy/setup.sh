@@ -25,14 +25,15 @@ die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
 # Build: DPDK headers/libs (>= 22.11) and bindgen's libclang. Run: the DPDK
 # runtime with its PMDs (net_pcap, net_null, net_tap, net_ring). Tests:
 # iproute2 (namespaces), the tools hosts debug a router with (ping,
-# traceroute/traceroute6, tracepath), python3 (a UDP sender in a namespace);
-# pcap handling is our own code. FRR (zebra with dplane_fpm_nl, bgpd): the
+# traceroute/traceroute6, tracepath), python3 (a UDP sender in a namespace),
+# tcpdump (reads what `fwdctl capture` writes; pcap handling is otherwise our
+# own code). FRR (zebra with dplane_fpm_nl, bgpd): the
 # routing daemons that feed the FIB over FPM, and the BGP peer of the tests.
 # systemd: systemd-analyze, which checks deploy/fwd.service (the test runs
 # it without systemd as PID 1, so containers are fine).
 PACKAGES=(dpdk dpdk-dev libdpdk-dev clang libclang-dev pkg-config gcc libc6-dev
           iproute2 iputils-ping iputils-tracepath traceroute python3 procps kmod
-          frr systemd)
+          tcpdump frr systemd)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

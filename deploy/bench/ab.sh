@@ -11,19 +11,23 @@
 #   git worktree add /tmp/base HEAD~1
 #   (cd /tmp/base && cargo build --release -p fwd --bin fwd)
 #   deploy/bench/ab.sh /tmp/base/target/release/fwd "HEAD~1"
+#
+# Honours CARGO_TARGET_DIR (this build's binaries are looked for there);
+# AB_OUT=FILE writes the report elsewhere than bench-results/ab.md.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
 BASE="${1:?usage: deploy/bench/ab.sh BASELINE_FWD [LABEL] [ROUNDS]}"
 LABEL="${2:-$BASE}"
 ROUNDS="${3:-6}"
-OUT="$ROOT/bench-results/ab.md"
+OUT="${AB_OUT:-$ROOT/bench-results/ab.md}"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 
 "$ROOT/deploy/setup.sh" --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
+"$BIN/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
 write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true
 
 run() {
@@ -33,7 +37,7 @@ run() {
 new=""
 old=""
 for ((k = 0; k < ROUNDS; k++)); do
-    new="$new $(run "$ROOT/target/release/fwd")"
+    new="$new $(run "$BIN/fwd")"
     old="$old $(run "$BASE")"
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f", (a[NR/2]+a[NR/2+1])/2}'; }
@@ -42,7 +46,7 @@ mo=$(echo "$old" | median)
 {
     echo "# A/B: this build vs $LABEL, plain IPv4 forwarding, one worker"
     echo
-    echo "- command: \`deploy/bench/ab.sh $BASE \"$LABEL\" $ROUNDS\`"
+    echo "- command: \`deploy/bench/ab.sh $BASE \"$LABEL\" $ROUNDS\`${AB_OUT:+ (AB_OUT=$AB_OUT)}"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
     echo "- recipe: deploy/bench/throughput.sh's (hugepages, net_pcap replay of 4096 64-byte"

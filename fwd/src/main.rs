@@ -289,6 +289,7 @@ fn run() -> Result<()> {
     // Declared after `jobs`, so dropped before it on every early return:
     // workers are told to stop before anything waits for them.
     let _stop_guard = StopOnDrop(Arc::clone(&stop));
+    let trace_taps = Arc::new(fwd::worker::trace::Taps::default());
     for (wi, w) in cfg.workers.iter().enumerate() {
         let mut rx = Vec::new();
         for q in &w.rx {
@@ -329,6 +330,7 @@ fn run() -> Result<()> {
                     .collect();
                 (rates, h.punt_burst)
             }),
+            taps: Arc::clone(&trace_taps),
         };
         let worker = Worker::new(setup, Arc::clone(&stats));
         let reader = writer.register_reader(&worker_name(wi, w.lcore));
@@ -444,6 +446,8 @@ fn run() -> Result<()> {
             tick_ms: Box::new(move || dpdk::rdtsc() / tsc_ms),
             host: cfg.host.as_ref().map(|_| Arc::clone(&host_counters)),
             fpm: Arc::clone(&fpm_status),
+            taps: trace_taps,
+            workers: cfg.workers.len(),
         },
     )
     .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;

@@ -16,7 +16,7 @@ use anyhow::Context;
 use clap::Parser;
 use ctl::codec::BatchEncoder;
 use ctl::text::{for_each_change, parse_command, usage, Command};
-use ctl::wire::{ErrorBody, Request, Response};
+use ctl::wire::{ErrorBody, Item, Request, Response};
 use ctl::{Client, ClientError};
 
 // Beside the binary's root, in its own directory (a file directly in
@@ -200,6 +200,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let mut req = match parse_command(&words) {
         Ok(Command::Request(r)) => r,
         Ok(Command::Help(topic)) => return print_help(topic.as_deref()),
+        Ok(Command::Capture { request, file }) => return capture(&socket, &request, &file),
         Err(e) => return Err(Failure::Usage(e.to_string())),
     };
     if let Request::ConfigSave { path } = &mut req {
@@ -246,6 +247,59 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(r) => output::response(out, &r, json)?,
             Err(e) => return Err(server_failure(&what, e, json)),
         }
+    }
+    Ok(())
+}
+
+/// `capture ... -w FILE`: the daemon streams the pcap file's bytes, which
+/// are written here, as the user running fwdctl (`-` for stdout); the
+/// summary goes to stderr.
+fn capture(socket: &Path, req: &Request, file: &str) -> Result<(), Failure> {
+    let mut out: Box<dyn Write> = if file == "-" {
+        Box::new(io::BufWriter::new(io::stdout().lock()))
+    } else {
+        let f = std::fs::File::create(file)
+            .with_context(|| format!("capture: cannot create {file}"))?;
+        Box::new(io::BufWriter::new(f))
+    };
+    let mut client = connect(socket)?;
+    let mut failed: Option<anyhow::Error> = None;
+    let mut summary = None;
+    let result = client.call_stream(req, |item| {
+        let r = match item {
+            Item::Pcap(c) => match c.bytes() {
+                Some(b) => out
+                    .write_all(&b)
+                    .and_then(|()| out.flush())
+                    .map_err(Into::into),
+                None => Err(anyhow::anyhow!("capture: the daemon sent bad pcap bytes")),
+            },
+            Item::CaptureSummary(s) => {
+                summary = Some(s);
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        match r {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failed = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    });
+    if let Some(e) = failed {
+        return Err(Failure::Failed(e));
+    }
+    out.flush()?;
+    if let Err(e) = result {
+        return Err(server_failure("capture", e, false));
+    }
+    if let Some(s) = summary {
+        eprintln!(
+            "fwdctl: {} packets captured; not captured: {} (ring full), {} (over the rate)",
+            s.captured, s.ring_full, s.rate_limited
+        );
     }
     Ok(())
 }

@@ -38,6 +38,36 @@ const MATCH_AND_ACTION: &[&str] = &[
     "mark",
 ];
 
+const TRACE: &[&str] = &[
+    "port",
+    "src",
+    "dst",
+    "proto",
+    "sport",
+    "dport",
+    "vlan",
+    "dscp",
+    "tcp_flags",
+];
+
+const CAPTURE: &[&str] = &[
+    "port",
+    "in",
+    "out",
+    "src",
+    "dst",
+    "proto",
+    "sport",
+    "dport",
+    "vlan",
+    "dscp",
+    "tcp_flags",
+    "snaplen",
+    "rate",
+    "-c",
+    "-w",
+];
+
 /// Every object, in the order `help` lists them.
 pub const OBJECTS: &[Object] = &[
     Object {
@@ -116,6 +146,16 @@ pub const OBJECTS: &[Object] = &[
         name: "watch",
         verbs: &[],
         keywords: &["interval", "count"],
+    },
+    Object {
+        name: "trace",
+        verbs: &[],
+        keywords: TRACE,
+    },
+    Object {
+        name: "capture",
+        verbs: &[],
+        keywords: CAPTURE,
     },
 ];
 

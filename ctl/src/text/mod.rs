@@ -76,6 +76,14 @@ Commands (OBJECT VERB ARGS; a missing VERB means show):
   completion bash|zsh            a shell completion script (fwdctl only):
                                  source <(fwdctl completion bash)
 
+  trace N [port PORT] [MATCH...]
+      the next N (<= 10000) matching packets' way through the stages:
+      parse, rules matched, route, next hop, verdict (one trace at a time)
+  capture port PORT [in|out] [MATCH...] [snaplen N] [rate N] -c N -w FILE
+      copy the next N matching packets of PORT (in: as received, out: as
+      sent) into the pcap FILE (- for stdout), written by fwdctl as you;
+      snaplen <= 2048 (default 256), rate <= 100000 pps (default 1000)
+
 Aliases: ro/r = route, ru = rule, nh = nexthop, nhg = group, n = neigh,
 a/addr = address, p = port; ls/list = show, delete = del.
 
@@ -99,8 +107,9 @@ pub fn usage(topic: Option<&str>) -> Option<&'static str> {
             ("  neigh add", "  port show")
         }
         "port" | "ports" | "p" | "stats" | "status" | "config" | "watch" | "help" => {
-            ("  port show", "Aliases:")
+            ("  port show", "  trace N")
         }
+        "trace" | "capture" => ("  trace N", "Aliases:"),
         "batch" | "-b" => ("Batch files", "\u{0}"),
         _ => return None,
     };

@@ -8,9 +8,10 @@ use std::fmt;
 use std::net::IpAddr;
 
 use crate::wire::{
-    parse_addr, Action, Address, Change, Family, Group, GroupMember, IpNet, Mac, Masked, Neigh,
-    NextHopSpec, Nexthop, Police, PortRange, Rate, Request, Route, RouteDel, RouteFilter,
-    RouteTarget, Rule, RuleMatch,
+    parse_addr, Action, Address, Change, Direction, Family, Group, GroupMember, IpNet, Mac, Masked,
+    Neigh, NextHopSpec, Nexthop, Police, PortRange, Rate, Request, Route, RouteDel, RouteFilter,
+    RouteTarget, Rule, RuleMatch, MAX_CAPTURE_PACKETS, MAX_CAPTURE_RATE, MAX_SNAPLEN,
+    MAX_TRACE_PACKETS,
 };
 
 /// A command line or batch line that does not parse. The message names the
@@ -84,6 +85,12 @@ pub enum Command {
     Request(Request),
     /// `help [TOPIC]`, `OBJECT help`: print [`super::usage`] for the topic.
     Help(Option<String>),
+    /// A [`Request::Capture`] and the file the client writes the pcap
+    /// stream to (`-` for stdout).
+    Capture {
+        request: Request,
+        file: String,
+    },
 }
 
 /// Parses one command (`route add 10.0.0.0/8 via 10.0.1.2 dev p1`, without
@@ -96,6 +103,7 @@ pub fn parse_command(words: &[&str]) -> Result<Command, ParseError> {
         Parsed::Change(c) => Ok(Command::Request(Request::Change(c))),
         Parsed::Query(r) => Ok(Command::Request(r)),
         Parsed::Help(t) => Ok(Command::Help(t.map(str::to_string))),
+        Parsed::Capture(request, file) => Ok(Command::Capture { request, file }),
     }
 }
 
@@ -106,7 +114,7 @@ pub fn parse_command(words: &[&str]) -> Result<Command, ParseError> {
 pub fn parse_change(words: &[&str]) -> Result<Change, ParseError> {
     match parse_words(words)? {
         Parsed::Change(c) => Ok(c),
-        Parsed::Query(_) | Parsed::Help(_) => Err(ParseError::new(
+        Parsed::Query(_) | Parsed::Help(_) | Parsed::Capture(..) => Err(ParseError::new(
             format!(
                 "'{}' is not a change (a batch holds add, del, replace and flush commands)",
                 words.join(" ")
@@ -170,6 +178,7 @@ enum Parsed<'a> {
     Change(Change),
     Query(Request),
     Help(Option<&'a str>),
+    Capture(Request, String),
 }
 
 /// The words of one command and the command's name for error messages.
@@ -322,8 +331,8 @@ pub(crate) fn uint(w: &str) -> Option<u64> {
     u64::from_str_radix(digits, radix).ok()
 }
 
-const OBJECTS: &str =
-    "rule, route, nexthop, group, neigh, address, port, stats, status, config, watch or help";
+const OBJECTS: &str = "rule, route, nexthop, group, neigh, address, port, stats, status, \
+     config, watch, trace, capture or help";
 
 fn parse_words<'a>(words: &[&'a str]) -> Result<Parsed<'a>, ParseError> {
     let Some(&object) = words.first() else {
@@ -374,6 +383,16 @@ fn parse_words<'a>(words: &[&'a str]) -> Result<Parsed<'a>, ParseError> {
             Ok(Parsed::Query(Request::FpmShow {}))
         }
         "config" => config(&mut w, verb),
+        "trace" => {
+            w.ctx = "trace";
+            w.i = 1;
+            trace(&mut w)
+        }
+        "capture" => {
+            w.ctx = "capture";
+            w.i = 1;
+            capture(&mut w)
+        }
         "watch" => {
             w.ctx = "watch";
             w.i = 1;
@@ -775,56 +794,85 @@ fn rule_spec(w: &mut Words<'_, '_>) -> Result<Rule, ParseError> {
                 let v = w.u32(k)?;
                 w.set(&mut prio, k, v)?;
             }
-            "src" | "from" => {
-                let p = w.value(k)?;
-                let p = w.prefix(k, p)?;
-                w.set(&mut m.src, k, p)?;
-            }
-            "dst" | "to" => {
-                let p = w.value(k)?;
-                let p = w.prefix(k, p)?;
-                w.set(&mut m.dst, k, p)?;
-            }
-            "proto" | "ip_proto" => {
-                let v = w.value(k)?;
-                let p = masked(w, k, v, proto_number)?;
-                w.set(&mut m.proto, k, p)?;
-            }
-            "sport" | "src_port" => {
-                let v = w.value(k)?;
-                let r = port_range(w, k, v)?;
-                w.set(&mut m.sport, k, r)?;
-            }
-            "dport" | "dst_port" => {
-                let v = w.value(k)?;
-                let r = port_range(w, k, v)?;
-                w.set(&mut m.dport, k, r)?;
-            }
-            "iif" | "in_port" | "dev" => {
-                let n = w.name(k)?;
-                w.set(&mut m.in_port, k, n)?;
-            }
-            "vlan" => {
-                let v = w.value(k)?;
-                let v = w.uint(k, v, 4095)? as u16;
-                w.set(&mut m.vlan, k, v)?;
-            }
-            "dscp" => {
-                let v = w.value(k)?;
-                let d = dscp(w, k, v)?;
-                w.set(&mut m.dscp, k, d)?;
-            }
-            "tcp_flags" | "flags" => {
-                let v = w.value(k)?;
-                let f = masked(w, k, v, tcp_flag_bits)?;
-                w.set(&mut m.tcp_flags, k, f)?;
-            }
             "action" | "actions" => {
                 actions_list(w, &mut actions)?;
             }
-            _ => return Err(w.unknown(k, MATCH_KEYS)),
+            _ => {
+                if !match_word(w, k, &mut m)? {
+                    return Err(w.unknown(k, MATCH_KEYS));
+                }
+            }
         }
     }
+    match_families(w, &m)?;
+    let priority = prio.ok_or_else(|| w.missing("'prio'"))?;
+    if actions.is_empty() {
+        return Err(w.missing(&format!("'action' ({ACTION_KEYS})")));
+    }
+    Ok(Rule {
+        id,
+        priority,
+        matches: m,
+        actions,
+    })
+}
+
+/// One MATCH keyword (`src`, `dport`, ...) and its value into `m`; false
+/// when `k` is not one. Rules, traces and captures share it: one way to
+/// say which packets.
+fn match_word(w: &mut Words<'_, '_>, k: &str, m: &mut RuleMatch) -> Result<bool, ParseError> {
+    match k {
+        "src" | "from" => {
+            let p = w.value(k)?;
+            let p = w.prefix(k, p)?;
+            w.set(&mut m.src, k, p)?;
+        }
+        "dst" | "to" => {
+            let p = w.value(k)?;
+            let p = w.prefix(k, p)?;
+            w.set(&mut m.dst, k, p)?;
+        }
+        "proto" | "ip_proto" => {
+            let v = w.value(k)?;
+            let p = masked(w, k, v, proto_number)?;
+            w.set(&mut m.proto, k, p)?;
+        }
+        "sport" | "src_port" => {
+            let v = w.value(k)?;
+            let r = port_range(w, k, v)?;
+            w.set(&mut m.sport, k, r)?;
+        }
+        "dport" | "dst_port" => {
+            let v = w.value(k)?;
+            let r = port_range(w, k, v)?;
+            w.set(&mut m.dport, k, r)?;
+        }
+        "iif" | "in_port" | "dev" => {
+            let n = w.name(k)?;
+            w.set(&mut m.in_port, k, n)?;
+        }
+        "vlan" => {
+            let v = w.value(k)?;
+            let v = w.uint(k, v, 4095)? as u16;
+            w.set(&mut m.vlan, k, v)?;
+        }
+        "dscp" => {
+            let v = w.value(k)?;
+            let d = dscp(w, k, v)?;
+            w.set(&mut m.dscp, k, d)?;
+        }
+        "tcp_flags" | "flags" => {
+            let v = w.value(k)?;
+            let f = masked(w, k, v, tcp_flag_bits)?;
+            w.set(&mut m.tcp_flags, k, f)?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `src` and `dst` of one family.
+fn match_families(w: &Words<'_, '_>, m: &RuleMatch) -> Result<(), ParseError> {
     if let (Some(s), Some(d)) = (m.src, m.dst) {
         if s.is_ipv4() != d.is_ipv4() {
             return Err(ParseError::new(
@@ -836,16 +884,7 @@ fn rule_spec(w: &mut Words<'_, '_>) -> Result<Rule, ParseError> {
             ));
         }
     }
-    let priority = prio.ok_or_else(|| w.missing("'prio'"))?;
-    if actions.is_empty() {
-        return Err(w.missing(&format!("'action' ({ACTION_KEYS})")));
-    }
-    Ok(Rule {
-        id,
-        priority,
-        matches: m,
-        actions,
-    })
+    Ok(())
 }
 
 /// The words after `action`: actions until the end of the command. A last
@@ -1406,4 +1445,114 @@ fn duration_ms(v: &str) -> Option<u64> {
         return None;
     }
     s.parse::<u64>().ok()?.checked_mul(1000)
+}
+
+// ------------------------------------------------------------ trace, capture
+
+/// `trace N [port P] [MATCH...]`.
+fn trace<'a>(w: &mut Words<'a, '_>) -> Result<Parsed<'a>, ParseError> {
+    let max = u64::from(MAX_TRACE_PACKETS);
+    let count = match w.next() {
+        Some(v) => w.uint("packet count", v, max)? as u32,
+        None => return Err(w.missing("packet count (1 to 10000)")),
+    };
+    if count == 0 {
+        return Err(w.invalid("packet count", "0", "must be 1 or more"));
+    }
+    let (mut port, mut filter) = (None, RuleMatch::default());
+    while let Some(k) = w.next() {
+        if k == "port" {
+            let p = w.name(k)?;
+            w.set(&mut port, k, p)?;
+        } else if !match_word(w, k, &mut filter)? {
+            return Err(w.unknown(k, &format!("port or {MATCH_KEYS}")));
+        }
+    }
+    if port.is_some() && filter.in_port.is_some() {
+        return Err(w.conflict("iif", "port"));
+    }
+    match_families(w, &filter)?;
+    Ok(Parsed::Query(Request::Trace {
+        count,
+        port,
+        filter,
+    }))
+}
+
+/// `capture port P [in|out] [MATCH...] [snaplen N] [rate N] -c N -w FILE`.
+fn capture<'a>(w: &mut Words<'a, '_>) -> Result<Parsed<'a>, ParseError> {
+    let (mut port, mut direction, mut count, mut snaplen, mut rate, mut file) =
+        (None, None, None, None, None, None);
+    let mut filter = RuleMatch::default();
+    while let Some(k) = w.next() {
+        match k {
+            "port" => {
+                let p = w.name(k)?;
+                w.set(&mut port, k, p)?;
+            }
+            "in" | "out" => {
+                let d = if k == "in" {
+                    Direction::In
+                } else {
+                    Direction::Out
+                };
+                w.set(&mut direction, k, d)?;
+            }
+            "-c" | "count" => {
+                let v = w.value(k)?;
+                let n = w.uint(k, v, u64::from(MAX_CAPTURE_PACKETS))? as u32;
+                if n == 0 {
+                    return Err(w.invalid(k, v, "must be 1 or more"));
+                }
+                w.set(&mut count, k, n)?;
+            }
+            "snaplen" | "-s" => {
+                let v = w.value(k)?;
+                let n = w.uint(k, v, u64::from(MAX_SNAPLEN))? as u32;
+                if n == 0 {
+                    return Err(w.invalid(k, v, "must be 1 or more"));
+                }
+                w.set(&mut snaplen, k, n)?;
+            }
+            "rate" => {
+                let v = w.value(k)?;
+                let v = v.strip_suffix("pps").unwrap_or(v);
+                let n = w.uint(k, v, u64::from(MAX_CAPTURE_RATE))? as u32;
+                if n == 0 {
+                    return Err(w.invalid(k, v, "must be 1 or more"));
+                }
+                w.set(&mut rate, k, n)?;
+            }
+            "-w" | "write" => {
+                let f = w.name(k)?;
+                w.set(&mut file, k, f)?;
+            }
+            _ => {
+                if !match_word(w, k, &mut filter)? {
+                    return Err(w.unknown(
+                        k,
+                        &format!("port, in, out, -c, -w, snaplen, rate or {MATCH_KEYS}"),
+                    ));
+                }
+            }
+        }
+    }
+    if filter.in_port.is_some() {
+        return Err(w.conflict("iif", "port"));
+    }
+    match_families(w, &filter)?;
+    let port = port.ok_or_else(|| w.missing("'port PORT'"))?;
+    let count = count.ok_or_else(|| w.missing("'-c N' (packets to capture)"))?;
+    let file = file.ok_or_else(|| w.missing("'-w FILE' (the pcap file, - for stdout)"))?;
+    Ok(Parsed::Capture(
+        Request::Capture {
+            port,
+            direction: direction.unwrap_or_default(),
+            filter,
+            count,
+            snaplen,
+            rate,
+        },
+        file,
+    ))
 }

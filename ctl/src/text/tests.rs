@@ -1264,3 +1264,86 @@ fn every_object_and_verb_of_the_grammar_is_the_parsers() {
 fn bad_verb(s: &str) -> bool {
     parse_command(&words(s)).is_err_and(|e| e.message().contains("unknown verb"))
 }
+
+#[test]
+fn trace_takes_a_count_a_port_and_the_rules_match_words() {
+    assert_eq!(
+        cmd("trace 100"),
+        Request::Trace {
+            count: 100,
+            port: None,
+            filter: RuleMatch::default(),
+        }
+    );
+    assert_eq!(
+        cmd("trace 5 port p0 dst 10.1.0.0/16 proto udp dport 53"),
+        Request::Trace {
+            count: 5,
+            port: Some("p0".into()),
+            filter: RuleMatch {
+                dst: Some("10.1.0.0/16".parse().unwrap()),
+                proto: Some(Masked {
+                    value: 17,
+                    mask: 0xff
+                }),
+                dport: Some(PortRange { lo: 53, hi: 53 }),
+                ..RuleMatch::default()
+            },
+        }
+    );
+    bad("trace 10001", "10001");
+    bad("trace 0", "0");
+    bad("trace 5 action drop", "action");
+    bad("trace 5 port p0 iif p1", "iif");
+    bad("trace 5 dst 10.0.0.1/8", "10.0.0.1/8");
+    bad("trace 5 src 10.0.0.0/8 dst ::/0", "dst");
+    missing("trace", "packet count");
+}
+
+#[test]
+fn capture_needs_a_port_a_count_and_a_file() {
+    let c = parse_command(&words(
+        "capture port p1 out src 10.0.0.0/8 snaplen 64 rate 50pps -c 10 -w x.pcap",
+    ))
+    .unwrap();
+    assert_eq!(
+        c,
+        Command::Capture {
+            request: Request::Capture {
+                port: "p1".into(),
+                direction: Direction::Out,
+                filter: RuleMatch {
+                    src: Some("10.0.0.0/8".parse().unwrap()),
+                    ..RuleMatch::default()
+                },
+                count: 10,
+                snaplen: Some(64),
+                rate: Some(50),
+            },
+            file: "x.pcap".into(),
+        }
+    );
+    let Ok(Command::Capture { request, .. }) = parse_command(&words("capture port p0 -c 1 -w -"))
+    else {
+        panic!()
+    };
+    assert!(matches!(
+        request,
+        Request::Capture {
+            direction: Direction::In,
+            snaplen: None,
+            rate: None,
+            ..
+        }
+    ));
+    missing("capture port p0 -c 1", "'-w FILE'");
+    missing("capture port p0 -w f", "'-c N'");
+    missing("capture -c 1 -w f", "'port PORT'");
+    bad("capture port p0 -c 1 -w f snaplen 4096", "4096");
+    bad("capture port p0 -c 0 -w f", "0");
+    bad("capture port p0 -c 1 -w f rate 1000000", "1000000");
+    bad("capture port p0 in out -c 1 -w f", "out");
+    bad("capture port p0 iif p1 -c 1 -w f", "iif");
+    // Not a change: a batch cannot hold it.
+    assert!(parse_change(&words("capture port p0 -c 1 -w f")).is_err());
+}

@@ -8,9 +8,15 @@ use serde::{Deserialize, Serialize};
 mod net;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 pub(crate) use net::parse_addr;
 pub use net::{IpNet, Mac, NetParseError};
+pub use trace::{
+    CaptureSummary, Direction, PcapChunk, TraceLost, TraceNexthop, TracePacket, TraceRecord,
+    TraceRoute, DEFAULT_CAPTURE_RATE, DEFAULT_SNAPLEN, MAX_CAPTURE_PACKETS, MAX_CAPTURE_RATE,
+    MAX_SNAPLEN, MAX_TRACE_PACKETS,
+};
 
 /// The protocol version this crate speaks. Bumped on any incompatible
 /// change of the types below (including a new field in a request type,
@@ -248,6 +254,38 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         count: Option<u64>,
     },
+    /// *stream* of [`Item::Trace`], one per packet, for the next `count`
+    /// packets (1..=[`MAX_TRACE_PACKETS`]) received on `port` (any port
+    /// when absent) that match `filter` (a rule's match); then
+    /// [`Item::TraceLost`] if records were lost. One trace at a time: a
+    /// second one gets `busy`. Closing the connection ends it.
+    Trace {
+        count: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        port: Option<String>,
+        #[serde(default, skip_serializing_if = "RuleMatch::is_any")]
+        filter: RuleMatch,
+    },
+    /// *stream* of [`Item::Pcap`] (concatenated: a classic pcap file) of
+    /// the next `count` packets (1..=[`MAX_CAPTURE_PACKETS`]) of `port` in
+    /// `direction` that match `filter`, each cut to `snaplen` bytes
+    /// (1..=[`MAX_SNAPLEN`], default [`DEFAULT_SNAPLEN`]), at most `rate`
+    /// packets per second (1..=[`MAX_CAPTURE_RATE`], default
+    /// [`DEFAULT_CAPTURE_RATE`]); then one [`Item::CaptureSummary`]. One
+    /// capture at a time: a second one gets `busy`. Closing the connection
+    /// ends it.
+    Capture {
+        port: String,
+        #[serde(default)]
+        direction: Direction,
+        #[serde(default, skip_serializing_if = "RuleMatch::is_any")]
+        filter: RuleMatch,
+        count: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        snaplen: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate: Option<u32>,
+    },
 }
 
 impl Request {
@@ -263,6 +301,8 @@ impl Request {
                 | Request::NeighShow { .. }
                 | Request::AddressShow { .. }
                 | Request::Watch { .. }
+                | Request::Trace { .. }
+                | Request::Capture { .. }
         )
     }
 }
@@ -1079,6 +1119,14 @@ pub enum Item {
     Rates(RateSample),
     /// A link or admin state change, in a [`Request::Watch`] stream.
     Event(LoggedEvent),
+    /// One packet of a [`Request::Trace`].
+    Trace(TraceRecord),
+    /// Records a trace lost (sent before its end, only when some were).
+    TraceLost(TraceLost),
+    /// The next bytes of a [`Request::Capture`]'s pcap stream.
+    Pcap(PcapChunk),
+    /// The last item of a capture.
+    CaptureSummary(CaptureSummary),
 }
 
 /// An event the daemon logged (`port b: carrier down`).

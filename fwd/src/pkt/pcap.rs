@@ -50,19 +50,39 @@ impl<W: Write> Writer<W> {
     ///
     /// `InvalidInput` for a frame longer than [`SNAPLEN`]; any I/O error of the sink.
     pub fn write_frame(&mut self, ts_usec: u64, frame: &[u8]) -> io::Result<()> {
-        let len = u32::try_from(frame.len())
+        self.write_cut(ts_usec, frame, frame.len() as u64)
+    }
+
+    /// Appends the first bytes of a frame that was `orig_len` bytes long on
+    /// the wire (a capture cut to its snaplen).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for `data` longer than [`SNAPLEN`] or than `orig_len`;
+    /// any I/O error of the sink.
+    pub fn write_cut(&mut self, ts_usec: u64, data: &[u8], orig_len: u64) -> io::Result<()> {
+        let len = u32::try_from(data.len())
             .ok()
-            .filter(|&l| l <= SNAPLEN)
+            .filter(|&l| l <= SNAPLEN && u64::from(l) <= orig_len)
             .ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidInput, "frame longer than snaplen")
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "frame longer than snaplen or than its wire length",
+                )
             })?;
+        let orig = u32::try_from(orig_len).unwrap_or(u32::MAX);
         let mut r = [0u8; 16];
         r[0..4].copy_from_slice(&((ts_usec / 1_000_000) as u32).to_le_bytes());
         r[4..8].copy_from_slice(&((ts_usec % 1_000_000) as u32).to_le_bytes());
         r[8..12].copy_from_slice(&len.to_le_bytes());
-        r[12..16].copy_from_slice(&len.to_le_bytes());
+        r[12..16].copy_from_slice(&orig.to_le_bytes());
         self.out.write_all(&r)?;
-        self.out.write_all(frame)
+        self.out.write_all(data)
+    }
+
+    /// The sink (to take what was written so far out of a `Vec`).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
     }
 
     /// Flushes and returns the sink.
@@ -240,6 +260,27 @@ mod tests {
         );
         assert_eq!(read(&path).unwrap(), fs);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_cut_frame_keeps_its_wire_length() {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.write_cut(7, &[1, 2, 3], 60).unwrap();
+        assert!(w.write_cut(7, &[1, 2, 3], 2).is_err());
+        let buf = std::mem::take(w.get_mut());
+        let recs: Vec<Record> = Reader::new(&buf[..])
+            .unwrap()
+            .collect::<io::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            recs,
+            vec![Record {
+                ts_nsec: 7000,
+                orig_len: 60,
+                data: vec![1, 2, 3]
+            }]
+        );
+        assert!(w.get_mut().is_empty());
     }
 
     #[test]

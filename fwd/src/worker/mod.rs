@@ -5,6 +5,8 @@
 //!   without DPDK.
 //! - [`local`]: what the appliance answers or originates itself (ARP, ND,
 //!   echo, ICMP errors and their rate limiter).
+//! - [`trace`]: packet trace and capture, when the control side arms them
+//!   (one relaxed load per burst when it does not).
 //! - this file: RX, carrying out the verdicts (TX buffers, ICMP errors in
 //!   fresh mbufs, IPv4 fragments, handing packets to the control side
 //!   through [`crate::punt`]), draining what the control side asks to send,
@@ -19,6 +21,7 @@
 
 pub mod local;
 pub mod pipeline;
+pub mod trace;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -57,6 +60,8 @@ pub struct WorkerSetup {
     /// The host path, when on: this worker's share of each port's punt
     /// rate (packets per second, indexed by port) and burst.
     pub punt: Option<(Vec<u32>, u32)>,
+    /// Trace and capture sessions the control side arms.
+    pub taps: Arc<trace::Taps>,
 }
 
 /// How this worker sends ICMP errors.
@@ -79,6 +84,10 @@ pub struct Worker {
     punt_limit: Vec<local::TokenBucket>,
     /// Where ICMP errors are built (allocated once, never zeroed per error).
     err_buf: Box<[u8; pkt::MAX_ERROR_FRAME]>,
+    /// The taps' generation last taken (0: nothing armed) and what was
+    /// armed at it.
+    tap_gen: u64,
+    tap: Option<Arc<trace::Armed>>,
 }
 
 impl Worker {
@@ -98,6 +107,22 @@ impl Worker {
             limiter,
             punt_limit,
             err_buf: Box::new([0; pkt::MAX_ERROR_FRAME]),
+            tap_gen: 0,
+            tap: None,
+        }
+    }
+
+    /// Takes what is armed after the control side changed it (retried at
+    /// the next burst if the control side holds the lock right now).
+    #[cold]
+    #[inline(never)]
+    fn retap(&mut self, g: u64) {
+        if g == 0 {
+            self.tap = None;
+            self.tap_gen = 0;
+        } else if let Some((g, a)) = self.setup.taps.take() {
+            self.tap = a;
+            self.tap_gen = g;
         }
     }
 
@@ -197,6 +222,11 @@ impl Worker {
             reject: self.setup.icmp.reject,
             host: !self.punt_limit.is_empty(),
         };
+        // The one check trace and capture cost when off.
+        let g = self.setup.taps.generation();
+        if g != self.tap_gen {
+            self.retap(g);
+        }
         {
             let mut io = Io {
                 burst,
@@ -205,13 +235,25 @@ impl Worker {
                 pool: &self.setup.pool,
                 counters,
             };
-            pipe.run(
-                &mut io,
-                s,
-                &mut tally,
-                &mut self.setup.rule_counters,
-                || clock_base.now(),
-            );
+            match &self.tap {
+                None => pipe.run(
+                    &mut io,
+                    s,
+                    &mut tally,
+                    &mut self.setup.rule_counters,
+                    || clock_base.now(),
+                ),
+                Some(armed) => trace::run_tapped(
+                    armed,
+                    &pipe,
+                    &mut io,
+                    s,
+                    &mut tally,
+                    &mut self.setup.rule_counters,
+                    clock_base.now(),
+                    self.setup.index,
+                ),
+            }
         }
 
         // Carry out the verdicts.
@@ -520,7 +562,7 @@ impl Packets for Io<'_> {
 }
 
 /// TSC to time without a division per burst: fixed-point multipliers.
-struct ClockBase {
+pub(crate) struct ClockBase {
     /// Nanoseconds per cycle, scaled by 2^32.
     ns_mult: u128,
     /// Milliseconds per cycle, scaled by 2^32.
@@ -528,7 +570,7 @@ struct ClockBase {
 }
 
 impl ClockBase {
-    fn new(hz: u64) -> ClockBase {
+    pub(crate) fn new(hz: u64) -> ClockBase {
         let hz = u128::from(hz.max(1));
         ClockBase {
             ns_mult: (1_000_000_000u128 << 32) / hz,
@@ -537,7 +579,7 @@ impl ClockBase {
     }
 
     #[inline(always)]
-    fn now(&self) -> Clock {
+    pub(crate) fn now(&self) -> Clock {
         let c = u128::from(rdtsc());
         Clock {
             tick_ms: ((c * self.ms_mult) >> 32) as u64,

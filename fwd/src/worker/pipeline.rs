@@ -304,28 +304,7 @@ impl Pipeline<'_> {
             if s.verdict[i] != Verdict::Route {
                 continue;
             }
-            let p = &s.parsed[i];
-            let v6 = p.kind == L3Kind::V6;
-            s.keys[m] = Key {
-                src: if v6 {
-                    p.src_v6()
-                } else {
-                    u128::from(p.src_v4())
-                },
-                dst: if v6 {
-                    p.dst_v6()
-                } else {
-                    u128::from(p.dst_v4())
-                },
-                is_v6: v6,
-                proto: p.proto,
-                sport: p.sport,
-                dport: p.dport,
-                in_port: self.in_port as u16,
-                vlan: p.outer_vlan.unwrap_or(VLAN_NONE),
-                dscp: p.dscp,
-                tcp_flags: p.tcp_flags,
-            };
+            s.keys[m] = key_of(&s.parsed[i], self.in_port as u16);
             s.key_idx[m] = i as u8;
             m += 1;
         }
@@ -507,6 +486,32 @@ impl Pipeline<'_> {
                 (true, true) => Verdict::Fragment { port, mtu },
             };
         }
+    }
+}
+
+/// The classifier's key of a parsed packet received on `in_port`.
+#[inline(always)]
+pub fn key_of(p: &Parsed, in_port: u16) -> Key {
+    let v6 = p.kind == L3Kind::V6;
+    Key {
+        src: if v6 {
+            p.src_v6()
+        } else {
+            u128::from(p.src_v4())
+        },
+        dst: if v6 {
+            p.dst_v6()
+        } else {
+            u128::from(p.dst_v4())
+        },
+        is_v6: v6,
+        proto: p.proto,
+        sport: p.sport,
+        dport: p.dport,
+        in_port,
+        vlan: p.outer_vlan.unwrap_or(VLAN_NONE),
+        dscp: p.dscp,
+        tcp_flags: p.tcp_flags,
     }
 }
 

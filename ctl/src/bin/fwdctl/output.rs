@@ -405,11 +405,22 @@ pub enum StreamOut<W: Write> {
         out: W,
         rows: u64,
     },
+    /// One line per item as it comes, flushed (trace).
+    Lines {
+        out: W,
+    },
 }
 
 impl<W: Write> StreamOut<W> {
     pub fn new(out: W, req: &Request, json: bool) -> Self {
         let watch = matches!(req, Request::Watch { .. });
+        if matches!(req, Request::Trace { .. }) {
+            return if json {
+                StreamOut::JsonLines { out }
+            } else {
+                StreamOut::Lines { out }
+            };
+        }
         match (json, watch) {
             (true, true) => StreamOut::JsonLines { out },
             (true, false) => StreamOut::JsonArray { out, first: true },
@@ -448,6 +459,18 @@ impl<W: Write> StreamOut<W> {
                 out.flush()
             }
             StreamOut::Table(t) => t.row(row(item)),
+            StreamOut::Lines { out } => {
+                match item {
+                    Item::Trace(r) => writeln!(out, "{r}")?,
+                    Item::TraceLost(l) => writeln!(
+                        out,
+                        "({} records lost: the workers' trace buffers were full)",
+                        l.records
+                    )?,
+                    _ => {}
+                }
+                out.flush()
+            }
             StreamOut::Watch { out, rows } => {
                 match item {
                     Item::Rates(r) => {
@@ -470,7 +493,9 @@ impl<W: Write> StreamOut<W> {
                 out.write_all(if first { b"[]\n" } else { b"\n]\n" })?;
                 out.flush()
             }
-            StreamOut::JsonLines { mut out } | StreamOut::Watch { mut out, .. } => out.flush(),
+            StreamOut::JsonLines { mut out }
+            | StreamOut::Watch { mut out, .. }
+            | StreamOut::Lines { mut out } => out.flush(),
             StreamOut::Table(t) => t.finish().map(drop),
         }
     }
@@ -541,6 +566,13 @@ fn row(item: &Item) -> Vec<String> {
             si(r.tx_pps),
             si(r.drop_pps),
         ],
+        Item::Trace(r) => vec![r.to_string()],
+        Item::TraceLost(l) => vec![format!("{} records lost", l.records)],
+        Item::Pcap(c) => vec![format!("{} pcap bytes", c.hex.len() / 2)],
+        Item::CaptureSummary(c) => vec![format!(
+            "{} captured, {} ring full, {} rate limited",
+            c.captured, c.ring_full, c.rate_limited
+        )],
     }
 }
 

@@ -14,6 +14,8 @@
 //!   published generation or a typed error with nothing applied. Reads
 //!   (dumps, stats, status) are served by the session's own thread from the
 //!   last published version ([`reads`]): they never wait behind the writer.
+//! - `trace` and `capture` arm the workers and stream what they record
+//!   from the session's thread ([`taps`]).
 //! - Stopping the server closes every session (streams end at once) and
 //!   waits a bounded time for their threads.
 
@@ -21,6 +23,7 @@ mod reads;
 mod save;
 mod session;
 pub mod socket;
+mod taps;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -76,6 +79,10 @@ pub struct ServerContext {
     pub host: Option<Arc<crate::hostif::path::HostCounters>>,
     /// The FPM server's status (`listen` absent when FPM is off).
     pub fpm: super::fpm::SharedStatus,
+    /// Where `trace` and `capture` arm the workers.
+    pub taps: Arc<crate::worker::trace::Taps>,
+    /// Workers (their trace rings).
+    pub workers: usize,
 }
 
 /// How long stopping waits for sessions to end after closing them.

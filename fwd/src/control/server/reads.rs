@@ -497,7 +497,7 @@ fn rates(ctx: &ServerContext, a: &StatsSnapshot, b: &StatsSnapshot, dt: Duration
 /// Sleeps `d` between samples; true (end the watch) as soon as the server
 /// stops or the peer hangs up (or sends anything: a watching client only
 /// reads), so a dead client's session does not hold a slot for an interval.
-fn pause(s: &UnixStream, stop: &Shutdown, d: Duration) -> bool {
+pub(super) fn pause(s: &UnixStream, stop: &Shutdown, d: Duration) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout};
     use std::os::fd::AsFd;
     let end = Instant::now() + d;

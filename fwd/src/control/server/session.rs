@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use ctl::codec::{self, LineRead};
 use ctl::wire::{ErrorBody, ErrorKind, HelloLine, HelloReply, Request, Response, ResponseLine};
 
-use super::{reads, save, Shared};
+use super::{reads, save, taps, Shared};
 
 /// A request buffer larger than this is freed after its request.
 const KEEP_BUFFER: usize = 64 << 10;
@@ -211,6 +211,29 @@ fn handle(sh: &Shared, w: &mut Writer, id: u64, req: Request, admin: bool) -> io
         Request::Status {} => ok(w, reads::status(ctx, sh.clients())),
         Request::Watch { interval_ms, count } => {
             reads::watch(w, ctx, &sh.shutdown, id, interval_ms, count)
+        }
+        Request::Trace {
+            count,
+            port,
+            filter,
+        } => taps::trace(w, ctx, &sh.shutdown, id, count, port.as_deref(), &filter),
+        Request::Capture {
+            port,
+            direction,
+            filter,
+            count,
+            snaplen,
+            rate,
+        } => {
+            let ask = taps::CaptureAsk {
+                port: &port,
+                direction,
+                filter: &filter,
+                count,
+                snaplen,
+                rate,
+            };
+            taps::capture(w, ctx, &sh.shutdown, id, &ask)
         }
         other => reads::answer(w, ctx, id, other),
     }
