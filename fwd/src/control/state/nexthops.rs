@@ -26,7 +26,7 @@ use std::net::IpAddr;
 use ctl::wire::{self, Change, ErrorBody, ErrorKind};
 
 use super::{check_family, err, net_of, route_error, Edit};
-use crate::route::{self, GroupId, NextHop, NhId, Prefix};
+use crate::route::{self, GroupId, NextHop, NhId, Prefix, Target};
 
 /// Largest id an operator may give a next hop or a group.
 pub const USER_MAX_ID: u32 = (1 << 23) - 1;
@@ -358,18 +358,51 @@ impl Edit<'_> {
         let Some(old) = cur.nexthop(id) else {
             return Ok(());
         };
-        let (was, now) = (family(old), family(new));
-        if cur.nexthop_refs(id) != 0 && was.is_some() && now.is_some() && was != now {
-            return Err(err(
+        let (Some(now), true) = (family(new), cur.nexthop_refs(id) != 0) else {
+            return Ok(());
+        };
+        // The family its users have: the old gateway's, or, for an on-link
+        // next hop (no family of its own), that of the routes that use it
+        // directly or through a group (a scan, on this rare path only).
+        let users = match family(old) {
+            Some(was) => Some(was),
+            None if self.used_by_routes_of(id, !now) => Some(!now),
+            None => None,
+        };
+        match users {
+            Some(was) if was != now => Err(err(
                 ErrorKind::Invalid,
                 format!(
                     "next hop {id} is used by {} routes or groups of {}: its gateway must stay \
                      of that family",
                     cur.nexthop_refs(id),
-                    family_name(was == Some(true))
+                    family_name(was)
                 ),
-            ));
+            )),
+            _ => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Whether a route of the family (`v4`) sends to next hop `id`, itself
+    /// or as a member of a group.
+    fn used_by_routes_of(&self, id: NhId, v4: bool) -> bool {
+        let cur = self.routing.current();
+        let groups: Vec<GroupId> = cur
+            .groups()
+            .filter(|(_, g)| g.members().iter().any(|&(m, _)| m == id))
+            .map(|(g, _)| g)
+            .collect();
+        let hits = |t: Target| match t {
+            Target::NextHop(n) => n == id,
+            Target::Group(g) => groups.contains(&g),
+            _ => false,
+        };
+        cur.vrfs().any(|vrf| {
+            if v4 {
+                cur.entries4(vrf).any(|(_, e)| hits(e.target))
+            } else {
+                cur.entries6(vrf).any(|(_, e)| hits(e.target))
+            }
+        })
     }
 }
