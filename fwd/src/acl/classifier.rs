@@ -534,12 +534,15 @@ pub struct Applied {
 pub struct RebuildJob {
     entries: Vec<Arc<RuleEntry>>,
     params: TreeParams,
+    /// The writer's rule-set sequence number when the snapshot was taken.
+    seq: u64,
 }
 
 /// A finished rebuild.
 #[derive(Debug)]
 pub struct Rebuilt {
     base: Arc<Base>,
+    seq: u64,
 }
 
 impl RebuildJob {
@@ -547,6 +550,7 @@ impl RebuildJob {
     pub fn run(self) -> Rebuilt {
         Rebuilt {
             base: Arc::new(Base::build(self.entries, self.params)),
+            seq: self.seq,
         }
     }
 }
@@ -560,6 +564,11 @@ pub struct ClassifierWriter {
     rules: HashMap<RuleId, Live>,
     free: Vec<Slot>,
     next_slot: Slot,
+    /// Counts the batches that changed the rule set.
+    seq: u64,
+    /// `seq` of the snapshot the current base was built from: a rebuild
+    /// from an older snapshot is never installed over it.
+    base_seq: u64,
 }
 
 enum Presence {
@@ -575,6 +584,8 @@ impl ClassifierWriter {
             rules: HashMap::new(),
             free: Vec::new(),
             next_slot: 0,
+            seq: 0,
+            base_seq: 0,
         }
     }
 
@@ -616,6 +627,7 @@ impl ClassifierWriter {
     /// [`BatchError`] naming the first invalid update.
     pub fn apply(&mut self, batch: &[Update]) -> Result<Applied, BatchError> {
         self.check(batch)?;
+        self.seq += 1;
         let mut retired = Vec::new();
         let full = batch.len() >= self.cfg.sync_rebuild_batch;
         let cur = self.current.clone();
@@ -679,7 +691,7 @@ impl ClassifierWriter {
         let overlay = ov.finish();
         let version = if full || overlay.len() > self.cfg.overlay_hard_limit {
             let job = self.rebuild_job();
-            self.install_base(job.run().base)
+            self.install_base(job.run())
         } else {
             Classifier {
                 base: cur.base.clone(),
@@ -777,24 +789,36 @@ impl ClassifierWriter {
         RebuildJob {
             entries: self.rules.values().map(|l| l.entry.clone()).collect(),
             params: self.cfg.tree,
+            seq: self.seq,
         }
     }
 
     /// Publishable version on top of a finished rebuild: rules changed since
     /// the job's snapshot are carried in the overlay / dead set. O(rules).
-    pub fn install(&mut self, rebuilt: Rebuilt) -> Arc<Classifier> {
-        let v = self.install_base(rebuilt.base);
+    ///
+    /// `None` (and nothing changes) when the current base was built from a
+    /// newer snapshot than the job's (a synchronous rebuild ran meanwhile):
+    /// installing it would swap in an older tree and carry everything since
+    /// in the overlay, past its hard limit.
+    pub fn install(&mut self, rebuilt: Rebuilt) -> Option<Arc<Classifier>> {
+        if rebuilt.seq < self.base_seq {
+            return None;
+        }
+        let v = self.install_base(rebuilt);
         self.current = Arc::new(v);
-        self.current.clone()
+        Some(self.current.clone())
     }
 
     /// Synchronous rebuild of the current rule set.
     pub fn compact(&mut self) -> Arc<Classifier> {
         let job = self.rebuild_job();
         self.install(job.run())
+            .expect("a snapshot of the current rule set is never stale")
     }
 
-    fn install_base(&mut self, base: Arc<Base>) -> Classifier {
+    fn install_base(&mut self, rebuilt: Rebuilt) -> Classifier {
+        let base = rebuilt.base;
+        self.base_seq = rebuilt.seq;
         for l in self.rules.values_mut() {
             l.in_base = None;
         }

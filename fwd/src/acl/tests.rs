@@ -375,8 +375,11 @@ proptest! {
         if let Some(job) = job {
             // Install a rebuild made from an older snapshot: changes since
             // must survive.
-            let v = w.install(job.run());
-            history.push((v, rules.clone()));
+            // (Unless a synchronous rebuild ran since: then it is stale and
+            // refused.)
+            if let Some(v) = w.install(job.run()) {
+                history.push((v, rules.clone()));
+            }
         }
         let v = w.compact();
         prop_assert_eq!(v.stats().overlay_rules, 0);
@@ -449,6 +452,30 @@ fn r(id: RuleId, prio: u32) -> Rule {
         matches: RuleMatch::default(),
         actions: vec![],
     }
+}
+
+#[test]
+fn a_rebuild_older_than_a_synchronous_one_is_never_installed() {
+    let mut w = ClassifierWriter::new(small_cfg());
+    w.apply(&(0..4).map(|i| Update::Insert(r(i, i))).collect::<Vec<_>>())
+        .unwrap();
+    let old_job = w.rebuild_job();
+    // A batch of sync_rebuild_batch updates rebuilds the base now.
+    let big: Vec<Update> = (100..110).map(|i| Update::Insert(r(i, i))).collect();
+    let v = w.apply(&big).unwrap().version;
+    assert_eq!(v.stats().overlay_rules, 0);
+    // The older rebuild finishes afterwards: refused, nothing changes (it
+    // would have swapped in the older tree and carried the 10 newer rules
+    // in the overlay, past overlay_hard_limit 12 with two more).
+    assert!(w.install(old_job.run()).is_none());
+    assert!(Arc::ptr_eq(w.current(), &v));
+    assert_eq!(w.current().stats().overlay_rules, 0);
+    // A job taken after it still installs.
+    let job = w.rebuild_job();
+    w.apply(&[Update::Insert(r(200, 1))]).unwrap();
+    let v2 = w.install(job.run()).expect("not stale");
+    assert_eq!(v2.stats().overlay_rules, 1);
+    assert_eq!(v2.len(), 15);
 }
 
 #[test]

@@ -431,7 +431,10 @@ fn finish_rebuild(st: &mut ControlState, rebuilding: &mut Rebuilding) {
     match rx.try_recv() {
         Ok(rebuilt) => {
             *rebuilding = None;
-            let acl = st.acl.install(rebuilt);
+            // Stale (a synchronous rebuild ran meanwhile): nothing to do.
+            let Some(acl) = st.acl.install(rebuilt) else {
+                return;
+            };
             let bytes = st.writer.current().acl.stats().mem_bytes;
             let next = Tables {
                 acl,
