@@ -10,8 +10,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::fwdctl_output as fwdctl;
 use common::*;
 use ctl::wire::{Request, Response};
 
@@ -32,26 +33,6 @@ control:
         eal = eal_yaml(tag),
         sock = sock.display(),
     )
-}
-
-fn fwdctl(sock: &Path, args: &[&str]) -> Output {
-    let bin = fwdctl_bin();
-    assert!(
-        bin.exists(),
-        "{} missing: run `cargo build --workspace --bins` first (deploy/test.sh does)",
-        bin.display()
-    );
-    Command::new(bin)
-        .arg("-s")
-        .arg(sock)
-        .args(args)
-        .output()
-        .expect("run fwdctl")
-}
-
-fn ok(o: Output) -> String {
-    assert!(o.status.success(), "{}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn generation(sock: &Path) -> u64 {

@@ -75,11 +75,6 @@ fn run(mut c: Command) -> Output {
     c.output().expect("run fwdctl")
 }
 
-fn ok(o: Output) -> String {
-    assert!(o.status.success(), "{}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 fn failed_with(o: &Output, kind: &str) {
     assert!(!o.status.success(), "{}", text(o));
     assert!(

@@ -11,9 +11,10 @@ use std::net::Ipv4Addr;
 use std::ops::ControlFlow;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::fwdctl_output as fwdctl;
 use common::*;
 use ctl::wire::{ErrorKind, Item, Request, TracePacket, TraceRecord};
 use fwd::pkt::build::{self, FrameSpec};
@@ -65,20 +66,6 @@ routes:
         inp = inp.display(),
         sock = dir.path("fwd.sock").display(),
     )
-}
-
-fn fwdctl(sock: &Path, args: &[&str]) -> Output {
-    Command::new(fwdctl_bin())
-        .arg("-s")
-        .arg(sock)
-        .args(args)
-        .output()
-        .expect("run fwdctl")
-}
-
-fn ok(o: Output) -> String {
-    assert!(o.status.success(), "{}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// `fwdctl --json trace ARGS`: the records.

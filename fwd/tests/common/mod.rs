@@ -39,6 +39,29 @@ pub fn fwdctl_bin() -> PathBuf {
     Path::new(fwd_bin()).with_file_name("fwdctl")
 }
 
+/// Runs `fwdctl -s SOCK ARGS...` (the one built beside `fwd`); its output,
+/// whatever its status. `netns::fwdctl` is the one that must succeed.
+pub fn fwdctl_output(sock: &Path, args: &[&str]) -> Output {
+    let bin = fwdctl_bin();
+    assert!(
+        bin.exists(),
+        "{} missing: run `cargo build --workspace --bins` first (deploy/test.sh does)",
+        bin.display()
+    );
+    Command::new(bin)
+        .arg("-s")
+        .arg(sock)
+        .args(args)
+        .output()
+        .expect("run fwdctl")
+}
+
+/// The stdout of a command that must have succeeded.
+pub fn ok(o: Output) -> String {
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// `fwdctl` as any user may run it: a copy in `dir`, which is made
 /// searchable. The build tree may sit in a private directory (a clone in a
 /// 0700 home or `mktemp -d`) that an unprivileged peer cannot enter.

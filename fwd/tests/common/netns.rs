@@ -3,8 +3,6 @@
 
 use std::process::Command;
 
-use super::{fwdctl_bin, text};
-
 /// Runs a command; its stdout, or what it printed on failure.
 pub fn sh(cmd: &[&str]) -> Result<String, String> {
     let o = Command::new(cmd[0])
@@ -72,12 +70,5 @@ pub fn pings(ns: &Netns, n: u32, dst: &str) -> u32 {
 
 /// Runs `fwdctl -s SOCK ARGS`; panics with its output when it fails.
 pub fn fwdctl(sock: &std::path::Path, args: &[&str]) -> String {
-    let o = Command::new(fwdctl_bin())
-        .arg("-s")
-        .arg(sock)
-        .args(args)
-        .output()
-        .expect("run fwdctl");
-    assert!(o.status.success(), "fwdctl {args:?}: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    super::ok(super::fwdctl_output(sock, args))
 }
