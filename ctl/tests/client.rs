@@ -26,12 +26,12 @@ fn hello_call_stream_and_errors() {
     let mut got = Vec::new();
     let n = c
         .call_stream(
-            &Request::RouteShow {
+            &Request::RouteShow(RouteFilter {
                 table: None,
                 family: None,
                 within: None,
                 proto: None,
-            },
+            }),
             |i| {
                 got.push(i);
                 ControlFlow::Continue(())
@@ -196,12 +196,12 @@ fn stream_and_single_answers_are_not_confused() {
     let mut c = Client::connect(&server.path).unwrap();
     // `call` on a request the server answers with a stream.
     let e = c
-        .call(&Request::RouteShow {
+        .call(&Request::RouteShow(RouteFilter {
             table: None,
             family: None,
             within: None,
             proto: None,
-        })
+        }))
         .unwrap_err();
     assert!(matches!(e, ClientError::Protocol(_)), "{e:?}");
     // The fake serves one connection at a time: hang up before reconnecting.

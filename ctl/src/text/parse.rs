@@ -490,20 +490,7 @@ fn route<'a>(w: &mut Words<'a, '_>, verb: Option<&'a str>) -> Result<Parsed<'a>,
             }))
         }
         "flush" => Ok(Parsed::Change(Change::RouteFlush(route_filter(w)?))),
-        _ => {
-            let RouteFilter {
-                table,
-                family,
-                within,
-                proto,
-            } = route_filter(w)?;
-            Ok(Parsed::Query(Request::RouteShow {
-                table,
-                family,
-                within,
-                proto,
-            }))
-        }
+        _ => Ok(Parsed::Query(Request::RouteShow(route_filter(w)?))),
     }
 }
 

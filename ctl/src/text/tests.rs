@@ -166,39 +166,39 @@ fn routes() {
     );
     assert_eq!(
         cmd("route"),
-        Request::RouteShow {
+        Request::RouteShow(RouteFilter {
             table: None,
             family: None,
             within: None,
             proto: None
-        }
+        })
     );
     assert_eq!(
         cmd("route show table 3 v6 2001:db8::/32"),
-        Request::RouteShow {
+        Request::RouteShow(RouteFilter {
             table: Some(3),
             family: Some(Family::Ipv6),
             within: Some(net("2001:db8::/32")),
             proto: None
-        }
+        })
     );
     assert_eq!(
         cmd("route show proto bgp v4"),
-        Request::RouteShow {
+        Request::RouteShow(RouteFilter {
             table: None,
             family: Some(Family::Ipv4),
             within: None,
             proto: Some("bgp".into())
-        }
+        })
     );
     assert_eq!(
         cmd("r ls table all -4"),
-        Request::RouteShow {
+        Request::RouteShow(RouteFilter {
             table: None,
             family: Some(Family::Ipv4),
             within: None,
             proto: None
-        }
+        })
     );
 }
 

@@ -172,20 +172,9 @@ pub enum Request {
         id: Option<u32>,
     },
     /// *stream* of [`Item::Route`]: by table, then family (IPv4 first), then
-    /// prefix order (address, then length).
-    RouteShow {
-        /// Only this table; all tables when absent.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        table: Option<u32>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        family: Option<Family>,
-        /// Only routes equal to or more specific than this prefix.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        within: Option<IpNet>,
-        /// Only routes of this protocol (`bgp`, `static`, `kernel`, ...).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        proto: Option<String>,
-    },
+    /// prefix order (address, then length). The selectors are those of
+    /// [`Change::RouteFlush`] (same JSON body as before: `{"table"?,...}`).
+    RouteShow(RouteFilter),
     /// Longest-prefix match of `addr` in `table`. Answer:
     /// [`Response::RouteLookup`], or `not_found` when nothing matches.
     RouteGet {
@@ -295,7 +284,7 @@ impl Request {
             self,
             Request::RuleShow { .. }
                 | Request::RuleCounters { .. }
-                | Request::RouteShow { .. }
+                | Request::RouteShow(..)
                 | Request::NexthopShow { .. }
                 | Request::GroupShow { .. }
                 | Request::NeighShow { .. }
@@ -594,8 +583,8 @@ pub struct RouteDel {
     pub target: Option<RouteTarget>,
 }
 
-/// Which routes a `route flush` selects: the selectors of
-/// [`Request::RouteShow`], each narrowing the set when present.
+/// Which routes a `route show` or `route flush` selects, each selector
+/// narrowing the set when present.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteFilter {
@@ -607,7 +596,7 @@ pub struct RouteFilter {
     /// Only routes equal to or more specific than this prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within: Option<IpNet>,
-    /// Only routes of this protocol.
+    /// Only routes of this protocol (`bgp`, `static`, `kernel`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proto: Option<String>,
 }

@@ -394,21 +394,21 @@ fn queries() {
             r#"{"rule_counters":{}}"#,
         ),
         (
-            Request::RouteShow {
+            Request::RouteShow(RouteFilter {
                 table: None,
                 family: None,
                 within: None,
                 proto: None,
-            },
+            }),
             r#"{"route_show":{}}"#,
         ),
         (
-            Request::RouteShow {
+            Request::RouteShow(RouteFilter {
                 table: Some(0),
                 family: Some(Family::Ipv6),
                 within: Some(net("2001:db8::/32")),
                 proto: Some("bgp".into()),
-            },
+            }),
             r#"{"route_show":{"table":0,"family":"ipv6","within":"2001:db8::/32","proto":"bgp"}}"#,
         ),
         (
@@ -479,12 +479,12 @@ fn queries() {
 
 #[test]
 fn stream_classification() {
-    assert!(Request::RouteShow {
+    assert!(Request::RouteShow(RouteFilter {
         table: None,
         family: None,
         within: None,
         proto: None
-    }
+    })
     .is_stream());
     assert!(Request::Watch {
         interval_ms: 1,

@@ -260,7 +260,7 @@ pub fn canned(id: u64, req: &Request) -> Vec<ResponseLine> {
                 rates: None,
             }),
         )],
-        Request::RouteShow { .. } => {
+        Request::RouteShow(..) => {
             let mut v: Vec<ResponseLine> = routes()
                 .into_iter()
                 .map(|r| ResponseLine::item(id, Item::Route(r)))

@@ -696,12 +696,12 @@ mod tests {
 
     #[test]
     fn json_stream_is_one_array() {
-        let req = Request::RouteShow {
+        let req = Request::RouteShow(ctl::wire::RouteFilter {
             table: None,
             family: None,
             within: None,
             proto: None,
-        };
+        });
         let item = Item::Route(Route {
             linkdown: false,
             proto: None,

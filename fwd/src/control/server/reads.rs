@@ -97,19 +97,8 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
         send(w, &ResponseLine::item(id, i))
     };
     match req {
-        Request::RouteShow {
-            table,
-            family,
-            within,
-            proto,
-        } => {
-            let filter = wire::RouteFilter {
-                table: *table,
-                family: *family,
-                within: *within,
-                proto: proto.clone(),
-            };
-            let sel = match RouteSelector::new(&filter) {
+        Request::RouteShow(filter) => {
+            let sel = match RouteSelector::new(filter) {
                 Ok(s) => s,
                 Err(e) => return send(w, &ResponseLine::error(id, e)),
             };
