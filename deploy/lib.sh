@@ -24,6 +24,24 @@ find_corpora() {
     export FWD_DATA
 }
 
+# The Python virtual environment of the TRex tooling (deploy/trex): the TRex
+# client library and MLRsearch, pinned with hashes in requirements.txt. Made
+# (or remade when requirements.txt changes) by deploy/setup.sh; TREX_PY is its
+# interpreter.
+TREX_VENV="$ROOT/target/trex-venv"
+TREX_PY="$TREX_VENV/bin/python"
+trex_venv() {
+    local req="$ROOT/deploy/trex/requirements.txt" stamp="$TREX_VENV/.requirements"
+    if [ -x "$TREX_PY" ] && cmp -s "$req" "$stamp"; then
+        return 0
+    fi
+    rm -rf "$TREX_VENV"
+    python3 -m venv "$TREX_VENV" || return 1
+    "$TREX_PY" -m pip install --quiet --disable-pip-version-check \
+        --require-hashes --no-deps -r "$req" || return 1
+    cp "$req" "$stamp"
+}
+
 need_root() {
     [ "$(id -u)" = 0 ] || { echo "$0: run as root (DPDK, apt-get and network namespaces need it)" >&2; exit 1; }
 }

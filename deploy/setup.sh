@@ -29,10 +29,11 @@ die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
 # tcpdump (reads what `fwdctl capture` writes; pcap handling is otherwise our
 # own code). FRR (zebra with dplane_fpm_nl, bgpd): the
 # routing daemons that feed the FIB over FPM, and the BGP peer of the tests.
+# python3-venv: the virtual environment of the TRex tooling (deploy/trex).
 # systemd: systemd-analyze, which checks deploy/fwd.service (the test runs
 # it without systemd as PID 1, so containers are fine).
 PACKAGES=(dpdk dpdk-dev libdpdk-dev clang libclang-dev pkg-config gcc libc6-dev
-          iproute2 iputils-ping iputils-tracepath traceroute python3 procps kmod
+          iproute2 iputils-ping iputils-tracepath traceroute python3 python3-venv procps kmod
           tcpdump frr systemd)
 
 missing=()
@@ -82,6 +83,10 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
         || die "cargo install cargo-fuzz failed (is crates.io reachable?)"
 fi
 say "fuzzing: $(cargo fuzz --version) with $(cargo +nightly --version | cut -d' ' -f1-2)"
+
+source "$(dirname "$0")/lib.sh"
+trex_venv || die "could not make the TRex virtual environment $TREX_VENV (is PyPI reachable?)"
+say "TRex tooling: $("$TREX_PY" -m pip list --format=freeze 2>/dev/null | grep -Ei '^(lbr[-_]trex[-_]client|mlrsearch)=' | tr '\n' ' ')"
 
 if [ -n "$HUGEPAGES" ]; then
     echo "$HUGEPAGES" > /proc/sys/vm/nr_hugepages

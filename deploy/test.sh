@@ -29,6 +29,8 @@ else
     echo "test: SKIPPED $corpus_tests corpus tests (ClassBench sets, full routing tables): $corpora_missing"
     echo "test: the generated-data tests (generated_classbench_*, generated_full_tables_*) ran above"
 fi
+echo "test: TRex profiles, search driver and replay through fwd (deploy/trex/tests)"
+(cd "$ROOT/deploy/trex" && "$TREX_PY" -m unittest discover -s tests -t . -v 2>&1)
 echo "test: fuzz targets, a short run each (deploy/fuzz.sh --short)"
 "$ROOT/deploy/fuzz.sh" --short
 echo "test: loom models of publish / quiesce / reclaim"
