@@ -33,6 +33,7 @@ trap cleanup EXIT
 zcat "$DATA/routing/ipv4_fulltable_gaissmai.txt.gz" > "$WORK/v4.txt"
 NROUTES=$(wc -l < "$WORK/v4.txt")
 awk '{print "route add " $1 " via 10.0.1.2 dev p1"}' "$WORK/v4.txt" > "$WORK/routes.batch"
+awk '{print "route del " $1}' "$WORK/v4.txt" > "$WORK/routes.del"
 awk '{print "route add " $1 " via 10.0.1.2 dev dummy0"}' "$WORK/v4.txt" > "$WORK/routes.ip"
 # 100k distinct rules: /24 sources x destination ports.
 awk 'BEGIN { for (i = 0; i < 100000; i++)
@@ -72,6 +73,7 @@ start_fwd
 t_alone=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.batch")
 count=$("$CTL" -s "$WORK/fwd.sock" --json route show | grep -o '"prefix"' | wc -l)
 t_dump=$(secs "$CTL" -s "$WORK/fwd.sock" route show)
+t_del_alone=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del")
 stop_fwd
 
 start_fwd
@@ -80,6 +82,8 @@ for i in 1 2 3 4 5; do
 done
 sleep 1
 t_busy=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.batch")
+sleep 2
+t_del_busy=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del")
 pkill -f "$CTL -s $WORK/fwd.sock route show" || true
 stop_fwd
 wait 2>/dev/null || true
@@ -102,6 +106,7 @@ t_tc=$(secs tc -n "$NS" -b "$WORK/filters.tc")
 ntc=$(tc -n "$NS" filter show dev dummy0 ingress | grep -c "flowid")
 
 ratio=$(awk -v a="$t_busy" -v b="$t_alone" 'BEGIN { printf "%.2f", a / b }')
+del_ratio=$(awk -v a="$t_del_busy" -v b="$t_del_alone" 'BEGIN { printf "%.2f", a / b }')
 {
     echo "# Control plane: full-view route batch and 100k-rule batch through fwdctl"
     echo
@@ -115,6 +120,8 @@ ratio=$(awk -v a="$t_busy" -v b="$t_alone" 'BEGIN { printf "%.2f", a / b }')
     echo "|---|---|---|"
     echo "| fwdctl -b, $NROUTES route add, alone ($count routes dumped after) | $t_alone | < 2 |"
     echo "| same, while 5 clients dump all routes in a loop | $t_busy (x$ratio) | <= 1.1 x alone |"
+    echo "| fwdctl -b, $NROUTES route del, alone | $t_del_alone | |"
+    echo "| same, while 5 clients dump all routes in a loop | $t_del_busy (x$del_ratio) | <= 1.1 x alone |"
     echo "| one full dump (fwdctl route show) | $t_dump | |"
     echo "| fwdctl -b, 100000 rule add ($nrules rules after) | $t_rules | < 1 |"
     echo "| Linux ip -batch, same $NROUTES routes (netns, veth) | $t_ip | (reference) |"

@@ -19,6 +19,7 @@
 //! - Stopping the server closes every session (streams end at once) and
 //!   waits a bounded time for their threads.
 
+mod low_priority;
 mod reads;
 mod save;
 mod session;

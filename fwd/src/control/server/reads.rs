@@ -25,6 +25,8 @@ use crate::route::{self, Prefix, Target};
 use crate::stats::{DropReason, StatsSnapshot};
 use crate::tables::Tables;
 
+use super::low_priority;
+
 type Writer = BufWriter<UnixStream>;
 
 /// Answers a read request that is not a session matter.
@@ -63,7 +65,7 @@ pub(super) fn answer(w: &mut Writer, ctx: &ServerContext, id: u64, req: Request)
                     .clone(),
             )),
         ),
-        stream => dump(w, ctx, id, &stream),
+        stream => low_priority::run(|| dump(w, ctx, id, &stream)),
     }
 }
 
