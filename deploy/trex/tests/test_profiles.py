@@ -125,6 +125,18 @@ class ProfileMatrix(unittest.TestCase):
                     load(name, 0, **t)
 
 
+class TrexConfigs(unittest.TestCase):
+    def test_trex_cfg_src_macs_are_the_plans(self):
+        import glob
+        import re
+        files = glob.glob(os.path.join(PROFILES, "..", "trex_cfg", "*.yaml"))
+        self.assertGreaterEqual(len(files), 2)
+        for f in files:
+            with open(f) as fh:
+                macs = re.findall(r'src_mac:\s*"([0-9a-f:]+)"', fh.read())
+            self.assertEqual(tuple(macs), plans.TREX_MAC, f)
+
+
 def ipv4_csum(hdr):
     s = sum(struct.unpack("!10H", hdr))
     while s >> 16:
