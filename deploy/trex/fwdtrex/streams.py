@@ -77,12 +77,24 @@ def acl(direction, size, flows):
     return routing(4, direction, size, 1, flows)
 
 
+# TRex writes its latency header (16 bytes) at the end of a latency
+# stream's packet: the UDP payload must hold it.
+LATENCY_HEADER = 16
+
+
+def latency_min_frame(family):
+    return max(plans.MIN_FRAME[family], 14 + (20 if family == 4 else 40) + 8 + LATENCY_HEADER + plans.FCS)
+
+
 def latency(family, direction, size, pps, pg_id):
     """One latency stream (flow_stats with pg_id): fixed addresses, routed
     like the first destination of the direction's block."""
     dsts = plans.DstRange(family, direction, 1)
     srcs = plans.SrcRange(family, direction, 1)
     (frame, _), = plans.frame_sizes(size, family)
+    if frame < latency_min_frame(family):
+        raise ValueError(f"a latency frame of IPv{family} must be >= {latency_min_frame(family)} B"
+                         f" (TRex's {LATENCY_HEADER}-byte latency header goes in the UDP payload)")
     pkt = _base(family, direction, dsts.address(0), srcs.address(0), frame)
     return [STLStream(
         name=f"latency-ip{family}-d{direction}",

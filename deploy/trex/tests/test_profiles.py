@@ -113,13 +113,14 @@ class ProfileMatrix(unittest.TestCase):
                 self.assertEqual(j["flow_stats"]["rule_type"], "latency")
                 self.assertEqual(j["flow_stats"]["stream_id"], 7 + d)
                 self.assertEqual(j["mode"]["rate"], {"type": "pps", "value": 5000})
-                self.assertEqual(streams[0].get_pkt_len(), plans.MIN_FRAME[fam])
+                # 64 B (IPv4) and 82 B (IPv6): room for TRex's 16-byte latency header.
+                self.assertEqual(streams[0].get_pkt_len(), {4: 64, 6: 82}[fam])
 
     def test_bad_tunables_are_refused(self):
         from trex.common.trex_exceptions import TRexError
         for name, t in (("ip4_routing", {"size": 63}), ("ip6_routing", {"size": 64}),
                         ("ip4_routing", {"dests": 0}), ("ip4_routing", {"size": "jumbo"}),
-                        ("acl_iacl", {"flows": 70000})):
+                        ("acl_iacl", {"flows": 70000}), ("latency", {"family": 6, "size": 78})):
             with self.subTest(profile=name, tunables=t):
                 with self.assertRaises(TRexError):
                     load(name, 0, **t)

@@ -13,7 +13,6 @@ TTL / hop limit - 1 (IPv4 checksum updated), nothing else changed.
 Needs root (DPDK) and the built binaries (target/debug or $FWD_BIN_DIR).
 """
 
-import ipaddress
 import os
 import struct
 import tempfile
