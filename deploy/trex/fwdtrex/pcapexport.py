@@ -241,3 +241,43 @@ def export(streams, n, path):
     pk = packets(streams, n)
     write_pcap(path, [p for _, _, p in pk])
     return pk
+
+
+def main(argv=None):
+    """python3 -m fwdtrex.pcapexport PROFILE -n N -o OUT.pcap [-d DIR] [-t k=v,...]
+    (with the TRex tooling's python: it loads the profile with the library)."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python3 -m fwdtrex.pcapexport",
+                                 description="Export the first N packets of a TRex profile to a pcap.")
+    ap.add_argument("profile", help="a profile file, e.g. deploy/trex/profiles/ip4_routing.py")
+    ap.add_argument("-n", "--count", type=int, required=True, help="packets to export")
+    ap.add_argument("-o", "--out", required=True, help="the pcap to write")
+    ap.add_argument("-d", "--direction", type=int, choices=(0, 1), default=0,
+                    help="the TRex port's direction (port_id %% 2)")
+    ap.add_argument("-t", "--tunables", default="", help="the profile's tunables: k=v,k=v")
+    a = ap.parse_args(argv)
+    if a.count < 1:
+        ap.error("--count must be >= 1")
+    tun = {}
+    for tok in filter(None, a.tunables.split(",")):
+        k, sep, v = tok.partition("=")
+        if not sep or not k:
+            ap.error(f"bad tunable {tok!r}: expected k=v")
+        tun[k] = v
+    import lbr_trex_client  # noqa: F401  (puts `trex` on sys.path)
+    from trex.stl.api import STLProfile
+
+    prof = STLProfile.load_py(a.profile, direction=a.direction, port_id=a.direction, **tun)
+    try:
+        pk = export(prof.get_streams(), a.count, a.out)
+    except VmError as e:
+        print(f"pcapexport: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(pk)} packets to {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -6,7 +6,7 @@ fwdtrex.appliance writes it from the same plan.
   start -f deploy/trex/profiles/acl_iacl.py --port 0 1 -m 10mpps -t flows=10000
 """
 
-import _common  # noqa: F401  (puts fwdtrex on sys.path)
+import _fwd_common as _common  # puts fwdtrex on sys.path
 from fwdtrex import streams
 
 

@@ -6,7 +6,7 @@ sources. Frame size 64-style integer (FCS included) or imix.
         -t size=78,dests=10000,flows=1000
 """
 
-import _common  # noqa: F401  (puts fwdtrex on sys.path)
+import _fwd_common as _common  # puts fwdtrex on sys.path
 from fwdtrex import streams
 
 

@@ -5,7 +5,7 @@ direction, so both ports' streams are told apart.
   start -f deploy/trex/profiles/latency.py --port 0 1 -t family=4,pps=10000
 """
 
-import _common  # noqa: F401  (puts fwdtrex on sys.path)
+import _fwd_common as _common  # puts fwdtrex on sys.path
 from fwdtrex import streams
 
 

@@ -116,6 +116,17 @@ class ProfileMatrix(unittest.TestCase):
                 # 64 B (IPv4) and 82 B (IPv6): room for TRex's 16-byte latency header.
                 self.assertEqual(streams[0].get_pkt_len(), {4: 64, 6: 82}[fam])
 
+    def test_the_command_line_exports_what_the_library_builds(self):
+        with tempfile.TemporaryDirectory() as t:
+            out = os.path.join(t, "x.pcap")
+            rc = pcapexport.main([os.path.join(PROFILES, "ip6_routing.py"), "-n", "20", "-o", out, "-d", "1",
+                                  "-t", "size=imix,dests=1000,flows=100"])
+            self.assertEqual(rc, 0)
+            got = pcapexport.read_pcap(out)
+        streams = load("ip6_routing", 1, size="imix", dests=1000, flows=100).get_streams()
+        self.assertEqual(got, [b for _, _, b in pcapexport.packets(streams, 20)])
+        self.assertEqual(len(got), 20)
+
     def test_bad_tunables_are_refused(self):
         from trex.common.trex_exceptions import TRexError
         for name, t in (("ip4_routing", {"size": 63}), ("ip6_routing", {"size": 64}),

@@ -232,6 +232,23 @@ class ApplianceConfig(unittest.TestCase):
             ok, out = daemon.check(cfg)
             self.assertFalse(ok, out)
 
+    @unittest.skipIf(not daemon.have_binaries(), "fwd is not built: run `cargo build --workspace --bins`")
+    def test_the_command_line_writes_a_checked_config_and_the_batch(self):
+        with tempfile.TemporaryDirectory() as t:
+            fv = os.path.join(t, "view.txt")
+            with open(fv, "w") as f:
+                f.write("8.8.8.0/24\n16.1.0.0/16\n")
+            rc = appliance.main(["acl", "--out", t, "--pci", "0000:3b:00.0", "0000:3b:00.1",
+                                 "--lcores", "1", "--deny", "10", "--full-view", fv,
+                                 "--socket", os.path.join(t, "s")])
+            self.assertEqual(rc, 0)
+            ok, out = daemon.check(os.path.join(t, "fwd.yaml"))
+            self.assertTrue(ok, out)
+            with open(os.path.join(t, "tables.batch")) as f:
+                batch = f.read().splitlines()
+        self.assertEqual(batch, appliance.table_lines(appliance.Test("acl", full_view=["8.8.8.0/24"], deny=10)))
+        self.assertIn("route add 8.8.8.0/24 via 192.168.11.2 dev p1", batch)
+
     def test_refusals(self):
         with self.assertRaisesRegex(ValueError, "idle"):
             appliance.bare_metal_config(["a", "b"], [2, 3, 4], 2)
