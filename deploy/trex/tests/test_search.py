@@ -11,7 +11,7 @@ import unittest
 import lbr_trex_client  # noqa: F401  (puts `trex` on sys.path)
 from MLRsearch import AbstractMeasurer, MeasurementResult
 
-from fwdtrex import reconf, results
+from fwdtrex import latency, reconf, results
 from fwdtrex.search import PDR_LOSS, SearchSettings, search_ndr_pdr
 
 
@@ -264,6 +264,63 @@ class Results(unittest.TestCase):
         self.assertEqual(
             results.default_base("/repo", "latency", "/x/profiles/ip4.py"),
             os.path.join("/repo", "bench-results", "trex", "latency-ip4"),
+        )
+
+
+# Produced by the reference implementation (PyPI `hdrhistogram`, module
+# hdrh, HdrHistogram(1, 10_000_000, 3) with 5 x1000, 12 x500, 100 x50,
+# 1234 x1, 777777 x1; and HdrHistogram(1, 3_600_000_000, 2) with 20000
+# seeded log-normal values), with the percentiles it computed. Not a
+# dependency: only these strings and numbers are kept.
+HDRH_A = "HISTFAAAADB4nJNpmSzMwMAgwAABzFCaEUzOmNZg/wEiwHmBn/sF+1rGlJuCTNunMDIBAL7BCWY="
+HDRH_A_P = {50: 5, 90: 12, 99: 100, 99.9: 100, 99.99: 778239, 100: 778239}
+HDRH_B = (
+    "HISTFAAAATZ4nC2MMUvDUBCAc/cuL5eXEEItNUgJ4lAcnIo4dNBQJEhxEBHB1cHJ3yAZQimllGKXzFLEwUEcHYqIOHQs0h8gIh2"
+    "KFPEH+NJ6x/vu3sfdldP+imHArrEM/K+QY9IfGHvzpRDHbfwSXTnijt21n9RQ3Tip01M/9sy+Vi0ecsYf1rf1Yk1lYs3l2Pw1m2Z"
+    "mjmlIPXoWE5HQWKRijom4xwec4p3mDDr4DhmO4BMe4RVuNd+gBRmk0IU2XKVwftqEi5PL+OigcbhTj+JovxY14lq9Wq1UtoOtzY3"
+    "yelgMAn+tGBZKYegWSkHgEftewfN8Rb7LxIoUS+mSZPaJiZBJIhIjMBJJSRp6LK9IKFAH6GfqnkA6lP9JK9BrQieQQAsXAnJqZWI"
+    "+KKRYaEQHbVzVJ/Asxx/Hqzzs"
+)
+HDRH_B_P = {50: 21, 90: 56, 99: 127, 99.9: 250, 99.99: 437, 100: 447}
+
+
+class Latency(unittest.TestCase):
+    def test_hdrh_decodes_to_the_reference_percentiles(self):
+        for text, want, total, lo, hi in (
+            (HDRH_A, HDRH_A_P, 1552, 5, 778239),
+            (HDRH_B, HDRH_B_P, 20000, 2, 447),
+        ):
+            h = latency.decode_hdrh(text)
+            self.assertEqual(h.total, total)
+            self.assertEqual((h.min(), h.max()), (lo, hi))
+            self.assertEqual({p: h.value_at_percentile(p) for p in want}, want)
+
+    def test_bad_hdrh_is_refused(self):
+        for bad, word in (("!!", "base64"), ("AAAAAAAAAAA=", "cookie"), (HDRH_A[:30] + "AAAA", "")):
+            with self.subTest(bad=bad):
+                with self.assertRaisesRegex(latency.HdrhError, word):
+                    latency.decode_hdrh(bad)
+
+    def test_summary_of_a_pg_id(self):
+        pg = {
+            "err_cntrs": {"dropped": 0, "dup": 0, "out_of_order": 2},
+            "latency": {
+                "total_min": 4, "total_max": 900, "average": 7.5, "jitter": 1,
+                "histogram": {10: 90, 20: 9, 900: 1},
+                "hdrh": HDRH_A,
+            },
+        }
+        s = latency.summarize(pg)
+        self.assertEqual((s["min_us"], s["avg_us"], s["max_us"]), (4, 7.5, 900))
+        self.assertEqual(s["errors"], {"out_of_order": 2})
+        self.assertEqual(s["percentiles_from"], "hdrh")
+        self.assertEqual(s["percentiles_us"]["p99.99"], 778239)
+        # Without hdrh: the log histogram's bucket edges, named as such.
+        del pg["latency"]["hdrh"]
+        s = latency.summarize(pg)
+        self.assertIn("bucket", s["percentiles_from"])
+        self.assertEqual(
+            s["percentiles_us"], {"p50": 10, "p90": 10, "p99": 20, "p99.9": 900, "p99.99": 900}
         )
 
 
