@@ -26,6 +26,8 @@ from trex.stl.api import STLClient, STLProfile, TRexError
 from . import fwdstats, latency
 
 DIRECTIONS = ("bi", "ab", "ba")
+# The TRex profile id (per port) the latency streams run in.
+LATENCY_PROFILE = "lat"
 
 
 class ProfileError(Exception):
@@ -148,9 +150,14 @@ class TrexTrials:
         self.streams = streams
         self.promiscuous = promiscuous
         self.loaded = None
+        self.latency_ports = []
 
-    def install(self, streams):
-        """Reset and acquire both ports and add `streams` ({port: [...]})."""
+    def install(self, streams, latency=None):
+        """Reset and acquire both ports; add the traffic `streams` ({port:
+        [...]}) to each port's default TRex profile and the `latency`
+        streams to a profile of their own (PORT.lat). TRex scales all the
+        streams of one profile by one multiplier: in their own profile the
+        latency streams keep their configured rate whatever the load."""
         c = self.client
         c.reset(ports=self.pair)
         if self.promiscuous:
@@ -158,6 +165,11 @@ class TrexTrials:
         for port, ss in streams.items():
             if ss:
                 c.add_streams(ss, ports=[port])
+        self.latency_ports = []
+        for port, ss in (latency or {}).items():
+            if ss:
+                c.add_streams(ss, ports=[f"{port}.{LATENCY_PROFILE}"])
+                self.latency_ports.append(f"{port}.{LATENCY_PROFILE}")
         self.loaded = streams
 
     def trial(self, duration, rate, during=None):
@@ -171,15 +183,19 @@ class TrexTrials:
         before = self.fwdctl.snapshot() if self.fwdctl else None
         c.clear_stats(ports=self.pair)
         t0 = time.monotonic()
-        c.start(ports=self.senders, mult=f"{rate}pps", total=True, duration=duration,
+        c.start(ports=self.senders, mult=f"{rate:.3f}pps", total=True, duration=duration,
                 force=True)
+        if self.latency_ports:
+            # As configured, under the load just started.
+            c.start(ports=self.latency_ports, mult="1", total=False, duration=duration,
+                    force=True)
         action = None
         try:
             if during is not None:
                 action = during()
         finally:
             # Even when the action failed, the traffic ends and is counted.
-            c.wait_on_traffic(ports=self.senders, timeout=duration + 60,
+            c.wait_on_traffic(ports=self.pair, timeout=duration + 60,
                               rx_delay_ms=self.rx_delay_ms)
         elapsed = time.monotonic() - t0
         stats = c.get_stats(ports=self.pair)
@@ -236,5 +252,7 @@ class TrexMeasurer(AbstractMeasurer):
             offered_count=t["offered"],
             loss_count=lost,
             offered_duration=intended_duration,
-            duration_with_overheads=t["elapsed"],
+            # MLRsearch sums this towards a target's duration sum: never
+            # less than the traffic itself ran.
+            duration_with_overheads=max(t["elapsed"], intended_duration),
         )
