@@ -189,3 +189,39 @@ def describe(report):
         f"{report['goal'].upper()}: {rate:,.0f} pps "
         f"(upper bound {report['upper_bound']:,.0f}, width {report['relative_width']:.4f})"
     )
+
+
+def plan(settings):
+    """The targets MLRsearch will pursue, as it derives them from the goals
+    (the final one per goal and its coarser, shorter preceding targets):
+    what a dry run shows. Built with MLRsearch's own classes."""
+    from MLRsearch.load_rounding import LoadRounding
+    from MLRsearch.search_goal_tuple import SearchGoalTuple
+    from MLRsearch.target_scaling import TargetScaling
+
+    settings.validate()
+    goals = settings.goals()
+    rounding = LoadRounding(
+        min_load=settings.min_rate,
+        max_load=settings.max_rate,
+        float_goals=[g.relative_width for g in goals.values()],
+    )
+    scaling = TargetScaling(goals=SearchGoalTuple(goals.values()), rounding=rounding)
+    names = {id(scaling.goal_to_final_target[g]): n for n, g in goals.items()}
+    out = []
+    for t in scaling.targets:
+        final = t
+        while id(final) not in names:
+            # Follow the chain down to the final target of its goal.
+            final = next(x for x in scaling.targets if x.preceding is final)
+        out.append(
+            {
+                "goal": names[id(final)],
+                "final": t is final,
+                "loss_ratio": t.loss_ratio,
+                "trial_duration": t.trial_duration,
+                "duration_sum": t.duration_sum,
+                "relative_width": float(t.discrete_width),
+            }
+        )
+    return out
