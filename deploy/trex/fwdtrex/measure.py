@@ -17,6 +17,8 @@ packets their peers received; the appliance's diff says where the
 difference went.
 """
 
+import contextlib
+import io
 import time
 
 import lbr_trex_client  # noqa: F401  (puts `trex` on sys.path)
@@ -63,15 +65,21 @@ def load_streams(path, tunables, pair, direction):
     out = {}
     for port in tx_ports(pair, direction):
         d = 0 if port == pair[0] else 1
+        said = io.StringIO()
         try:
-            prof = STLProfile.load_py(path, direction=d, port_id=port, **tunables)
+            # A profile's argument parser complains on stderr: keep it for
+            # the one-line error below.
+            with contextlib.redirect_stderr(said):
+                prof = STLProfile.load_py(path, direction=d, port_id=port, **tunables)
         except TRexError as e:
             msg = str(e).strip().splitlines()
             raise ProfileError(f"{path}: {msg[-1] if msg else 'cannot be loaded'}") from None
         if prof is None:
-            # The profile's argument parser refused the tunables (its message
-            # went to stderr) or was asked for --help.
-            raise ProfileError(f"{path}: the profile refused the tunables {tunables}")
+            # The profile's argument parser refused the tunables (or was
+            # asked for --help).
+            why = said.getvalue().strip().splitlines()
+            raise ProfileError(f"{path}: the profile refused the tunables {tunables}"
+                               + (f": {why[-1]}" if why else ""))
         streams = prof.get_streams()
         if not streams:
             raise ProfileError(f"{path}: no streams for port {port} (direction {d})")

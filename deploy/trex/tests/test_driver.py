@@ -116,7 +116,8 @@ class DryRun(Scratch):
 
     def test_bad_input_is_one_line_and_exit_2(self):
         cases = [
-            (["ndrpdr", "--profile", self.tiny, "-t", "bogus=1"], "refused the tunables"),
+            (["ndrpdr", "--profile", self.tiny, "-t", "bogus=1"],
+             "refused the tunables {'bogus': '1'}: tiny: error: unrecognized arguments: --bogus 1"),
             (["ndrpdr", "--profile", self.tiny, "-t", "size"], "expected NAME=VALUE"),
             (["ndrpdr", "--profile", os.path.join(self.dir, "none.py")], "does not exist"),
             (["ndrpdr", "--profile", self.tiny, "--min-rate", "5M", "--max-rate", "1M"], "rates"),
@@ -130,7 +131,9 @@ class DryRun(Scratch):
             with self.subTest(argv=argv):
                 r = fwd_trex(*argv, "--dry-run")
                 self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-                last = r.stderr.strip().splitlines()[-1]
+                said = r.stderr.strip().splitlines()
+                self.assertEqual(len(said), 1, r.stderr)
+                last = said[0]
                 self.assertTrue(last.startswith("fwd-trex: "), last)
                 self.assertIn(word, last)
 
@@ -142,6 +145,24 @@ class DryRun(Scratch):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("cannot reach the TRex server at 127.0.0.1:9", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "r.json")))
+
+    def test_without_the_library_it_says_what_to_run(self):
+        # A copy of the script where no target/trex-venv exists, run by a
+        # Python without the TRex library: a clear error, exit 2.
+        py = shutil.which("python3")
+        if not py:
+            self.skipTest("no python3 on PATH")
+        probe = subprocess.run([py, "-c", "import lbr_trex_client"], capture_output=True)
+        if probe.returncode == 0:
+            self.skipTest(f"{py} has the TRex library installed: nothing to refuse")
+        where = os.path.join(self.dir, "deploy", "trex")
+        os.makedirs(where)
+        shutil.copy(FWD_TREX, where)
+        r = subprocess.run([py, os.path.join(where, "fwd-trex"), "ndrpdr", "--dry-run"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("run deploy/setup.sh", r.stderr)
+        self.assertIn("target/trex-venv/bin/python", r.stderr)
 
     def test_the_repository_profiles_dry_run(self):
         found = sorted(p for p in glob.glob(os.path.join(PROFILES, "*.py"))
@@ -277,6 +298,20 @@ class AgainstAFakeServer(Scratch):
         self.assertIn("| NDR | 0 |", md)
         self.assertIn("| PDR | 0.005 |", md)
 
+    def test_an_unreadable_appliance_fails_before_any_traffic(self):
+        fake = FakeTrex(self.CAP)
+        cli = load_cli()
+        orig = measure.make_client
+        measure.make_client = lambda *a, **k: fake
+        self.addCleanup(setattr, measure, "make_client", orig)
+        with self.assertRaisesRegex(cli.Failed, "not found"):
+            with contextlib.redirect_stdout(io.StringIO()):
+                cli.main(["ndrpdr", "--profile", self.tiny, "--out", os.path.join(self.dir, "r"),
+                          "--fwdctl", os.path.join(self.dir, "no-such-fwdctl")])
+        self.assertIsNone(fake.running)
+        self.assertNotIn("reset", [c[0] for c in fake.calls if isinstance(c, tuple)])
+        self.assertEqual(fake.calls[-2:], ["stop", "disconnect"])
+
     def test_one_direction_counts_what_the_peer_received(self):
         # Only A sends; everything below capacity arrives at B: no loss even
         # at the maximum rate. (Reading A's own RX would be 100 % loss.)
@@ -315,7 +350,12 @@ class AgainstAFakeServer(Scratch):
 
 
 def bin_dir():
-    return os.environ.get("FWD_BIN_DIR") or os.path.join(REPO, "target", "debug")
+    """FWD_BIN_DIR, else cargo's debug directory (CARGO_TARGET_DIR or the
+    repository's target/)."""
+    if os.environ.get("FWD_BIN_DIR"):
+        return os.environ["FWD_BIN_DIR"]
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+    return os.path.join(target, "debug")
 
 
 def need_daemon():
