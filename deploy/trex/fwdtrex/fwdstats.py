@@ -157,10 +157,11 @@ class Fwdctl:
         except subprocess.TimeoutExpired:
             raise FwdctlError(f"{shlex.join(argv)}: no answer in {self.timeout} s") from None
         if p.returncode != 0:
-            msg = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
-            raise FwdctlError(
-                f"{shlex.join(argv)}: exit {p.returncode}: {msg[-1] if msg else 'no message'}"
-            )
+            # fwdctl's message may span lines (the batch line it refused,
+            # then "nothing was applied"): all of it, on one line.
+            said = (p.stderr or p.stdout).decode(errors="replace").splitlines()
+            msg = " / ".join(x.strip() for x in said if x.strip())[:1000] or "no message"
+            raise FwdctlError(f"{shlex.join(argv)}: exit {p.returncode}: {msg}")
         return p.stdout.decode(errors="replace")
 
     def snapshot(self):

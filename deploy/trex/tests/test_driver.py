@@ -329,6 +329,18 @@ class AgainstAFakeServer(Scratch):
         ])
         self.assertNotIn(1, fake.streams and [p for p, ss in fake.streams.items() if ss])
 
+    def test_latency_at_fractions_of_the_pdr_searched(self):
+        fake = FakeTrex(self.CAP)
+        doc, _ = self.run_cli(fake, "latency", "--no-fwd-stats", "--max-rate", "4M",
+                              "--fractions", "0.5", "--max-search-time", "300")
+        pdr = doc["search"]["pdr"]["rate"]
+        self.assertEqual(doc["pdr"], pdr)
+        self.assertGreaterEqual(pdr, self.CAP * (1 - 0.005))
+        self.assertLessEqual(pdr, self.CAP / (1 - 0.005))
+        self.assertEqual([r["rate"] for r in doc["latency"]], [round(0.5 * pdr, 3)])
+        # The search ran without the latency streams, the latency trial with.
+        self.assertEqual(fake.latency_started, [["0.lat", "1.lat"]])
+
     def test_latency_at_fractions_of_a_given_pdr(self):
         fake = FakeTrex(self.CAP)
         doc, md = self.run_cli(fake, "latency", "--no-fwd-stats", "--pdr", "800k",
@@ -563,6 +575,38 @@ control:
             self.assertEqual(r["trial"]["fwd"]["dropped"], 0)
         self.assertTrue(doc["versions"]["fwd"].startswith("fwd"))
         self.assertIn("| routes | 1000 route changes from 20.0.0.0/24 | 100,000 |", md)
+
+    def test_reconf_holds_the_ndr_found_and_keeps_results_when_a_batch_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            tiny = os.path.join(d, "tiny.py")
+            with open(tiny, "w") as f:
+                f.write(TINY)
+            bad = os.path.join(d, "bad.batch")
+            with open(bad, "w") as f:
+                f.write("route del 10.250.0.0/16\n")
+            cli = load_cli()
+            orig = measure.make_client
+            measure.make_client = lambda *a, **k: FakeTrex(150_000)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    with self.assertRaisesRegex(cli.Failed, "exit 1"):
+                        cli.main([
+                            "reconf", "--profile", tiny, "--max-rate", "200k",
+                            "--duration", "1", "--settle", "0", "--action", "routes",
+                            "--routes-batch", bad, "--max-search-time", "300",
+                            "--fwdctl", os.path.join(bin_dir(), "fwdctl"),
+                            "--fwd-socket", self.sock, "--out", os.path.join(d, "r"),
+                        ])
+            finally:
+                measure.make_client = orig
+            with open(os.path.join(d, "r.json")) as f:
+                doc = json.load(f)
+        # The NDR of a 150 kpps device, held; the baseline lost nothing.
+        self.assertLessEqual(doc["held_rate"], 150_000)
+        self.assertGreaterEqual(doc["held_rate"], 150_000 * (1 - 0.005))
+        self.assertEqual([r["action"] for r in doc["reconf"]], ["baseline"])
+        self.assertEqual(doc["reconf"][0]["blocked"]["lost"], 0)
+        self.assertIn("route del 10.250.0.0/16", doc["error"] + " ")  # fwdctl names the line
 
 
 if __name__ == "__main__":
