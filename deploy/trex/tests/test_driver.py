@@ -399,6 +399,7 @@ class AgainstTheRealDaemon(unittest.TestCase):
         from trex.stl.api import IP, UDP, Ether
 
         cls.dir = tempfile.mkdtemp(prefix="fwd-trex-daemon-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
         os.chmod(cls.dir, 0o755)
         d = cls.dir
         ingress = "02:00:00:00:00:01"
@@ -438,6 +439,8 @@ control:
         cls.fwd = subprocess.Popen([os.path.join(bin_dir(), "fwd"), os.path.join(d, "fwd.yaml")],
                                    stdin=subprocess.DEVNULL, stdout=cls.log, stderr=cls.log,
                                    env=env)
+        # Registered at once: a daemon that never gets ready is stopped too.
+        cls.addClassCleanup(cls.stop_daemon)
         cls.ctl = fwdstats.Fwdctl([os.path.join(bin_dir(), "fwdctl")], cls.sock)
         # Wait (generously) until every packet of the finite pcap was read.
         deadline = time.monotonic() + 120
@@ -464,11 +467,14 @@ control:
             return f.read().decode(errors="replace")[-3000:]
 
     @classmethod
-    def tearDownClass(cls):
+    def stop_daemon(cls):
         cls.fwd.terminate()
-        cls.fwd.wait(timeout=60)
+        try:
+            cls.fwd.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            cls.fwd.kill()
+            cls.fwd.wait()
         cls.log.close()
-        shutil.rmtree(cls.dir, True)
 
     def settled(self):
         """A snapshot once the worker has accounted every packet (drops and
@@ -530,16 +536,18 @@ control:
             gone.snapshot()
 
     def test_generated_batches_are_accepted_whole(self):
+        # The sizes of issue 13, as fwd-trex makes them by default: within
+        # the daemon's bounds (request size, batch size, rule capacity).
         routes_before = self.ctl.run(["route", "show"])
         # Adds then deletes: the tables end as they were.
-        self.ctl.apply_batch(reconf.route_batch(2000, "20.0.0.0", via="10.9.0.2", dev="out"))
+        self.ctl.apply_batch(reconf.route_batch(100_000, "20.0.0.0", via="10.9.0.2", dev="out"))
         self.assertEqual(self.ctl.run(["route", "show"]), routes_before)
-        self.ctl.apply_batch(reconf.rule_batch(300))
+        self.ctl.apply_batch(reconf.rule_batch(10_000))
         rules = json.loads(self.ctl.run(["--json", "rule", "show"]))
-        self.assertEqual(len(rules), 300)
-        # Replacing it again is one flush + adds: still 300.
-        self.ctl.apply_batch(reconf.rule_batch(300))
-        self.assertEqual(len(json.loads(self.ctl.run(["--json", "rule", "show"]))), 300)
+        self.assertEqual(len(rules), 10_000)
+        # Replacing it again is one flush + adds: still 10k.
+        self.ctl.apply_batch(reconf.rule_batch(10_000))
+        self.assertEqual(len(json.loads(self.ctl.run(["--json", "rule", "show"]))), 10_000)
         self.ctl.apply_batch(b"rule flush\n")
 
     def test_reconf_mode_with_a_fake_server_and_the_real_fwdctl(self):
