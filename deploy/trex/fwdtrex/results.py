@@ -26,6 +26,21 @@ def library_versions():
     return out
 
 
+def client_host():
+    """The machine fwd-trex ran on (the TRex client's; the appliance's own
+    is in its fwdctl status): name, CPU model, cores."""
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"name": platform.node(), "cpu": cpu, "cores": os.cpu_count()}
+
+
 def _cell(v):
     if v is None:
         return ""
@@ -51,7 +66,10 @@ def markdown(title, doc, rows):
         lines += [f"Command: `{shlex.join(cmd) if isinstance(cmd, list) else cmd}`", ""]
     for k, v in sorted((doc.get("versions") or {}).items()):
         lines.append(f"- {k}: {_cell(v) or 'unknown'}")
-    if doc.get("versions"):
+    h = doc.get("client_host")
+    if h:
+        lines.append(f"- client host: {h.get('name')}, {h.get('cpu')}, {h.get('cores')} cores")
+    if doc.get("versions") or h:
         lines.append("")
     if rows:
         keys = list(rows[0].keys())

@@ -241,6 +241,7 @@ class Results(unittest.TestCase):
                 "profile": "ip4-64b",
                 "command": ["fwd-trex", "ndrpdr", "--profile", "x.py"],
                 "versions": {"trex_client": "3.4.0", "fwd": "fwd 0.1.0"},
+                "client_host": {"name": "tg1", "cpu": "Xeon", "cores": 32},
                 "ndr": {"rate": 1234567.0, "limit": None},
             }
             rows = [
@@ -258,7 +259,13 @@ class Results(unittest.TestCase):
             self.assertIn("| goal | rate_pps | note |", md)
             self.assertIn("| NDR | 1,234,567 | a\\|b |", md)
             self.assertIn("| PDR | 1,240,000 |  |", md)
-            self.assertIn("fwd 0.1.0", md)
+            self.assertIn("- fwd: fwd 0.1.0", md)
+            self.assertIn("- client host: tg1, Xeon, 32 cores", md)
+
+    def test_client_host(self):
+        h = results.client_host()
+        self.assertEqual(h["cores"], os.cpu_count())
+        self.assertTrue(h["name"])
 
     def test_default_path(self):
         self.assertEqual(
