@@ -124,6 +124,11 @@ class DryRun(Scratch):
             (["ndrpdr", "--profile", self.tiny, "--width", "2"], "width"),
             (["latency", "--profile", self.tiny, "-t", "latency=0"], "no latency stream"),
             (["reconf", "--profile", self.tiny, "--rate", "1M"], "--via and --dev"),
+            (["latency", "--profile", self.tiny, "--duration", "0"], "--duration 0: must be"),
+            (["reconf", "--profile", self.tiny, "--rate", "1M", "--via", "10.9.0.2",
+              "--dev", "out", "--settle", "-1"], "--settle -1: must be"),
+            (["reconf", "--profile", self.tiny, "--rate", "1M", "--via", "10.9.0.2",
+              "--dev", "out", "--settle", "40"], "must be shorter than --duration"),
             (["reconf", "--profile", self.tiny, "--rate", "1M", "--routes-batch",
               os.path.join(self.dir, "none.batch")], "No such file"),
         ]
@@ -136,6 +141,21 @@ class DryRun(Scratch):
                 last = said[0]
                 self.assertTrue(last.startswith("fwd-trex: "), last)
                 self.assertIn(word, last)
+
+    def test_an_unwritable_results_path_is_refused_before_any_trial(self):
+        blocker = os.path.join(self.dir, "file")
+        open(blocker, "w").close()
+        r = fwd_trex("ndrpdr", "--profile", self.tiny, "--no-fwd-stats",
+                     "--sync-port", "9", "--out", os.path.join(blocker, "sub", "r"))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("Not a directory", r.stderr)
+        self.assertNotIn("cannot reach", r.stderr)  # refused before connecting
+        r = fwd_trex("batch", "rules", "-o", os.path.join(blocker, "x.batch"))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        r = fwd_trex("batch", "rules", "--rules", "3", "-o", "-")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines()[0], "rule flush")
+        self.assertEqual(len(r.stdout.splitlines()), 4)
 
     def test_unreachable_server_is_exit_1(self):
         # Port 9 (discard): nothing answers TRex's RPC there.
