@@ -29,6 +29,9 @@ PORT_COUNTERS = (
     "tx_errors",
     "tx_dropped",
 )
+# PortStats fields without a serde default: an answer lacking one is not
+# ctl's shape.
+PORT_REQUIRED = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
 # Port counters that mean a packet was lost at the port, not by the pipeline.
 PORT_LOSS_COUNTERS = ("rx_missed", "rx_errors", "rx_nombuf", "tx_errors", "tx_dropped")
 
@@ -37,7 +40,9 @@ class FwdctlError(Exception):
     """fwdctl could not be run, failed, or said something unreadable."""
 
 
-def _u64(obj, key, where):
+def _u64(obj, key, where, required=True):
+    if required and key not in obj:
+        raise FwdctlError(f"{where}.{key}: missing")
     v = obj.get(key, 0)
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
         raise FwdctlError(f"{where}.{key}: not a counter: {v!r}")
@@ -55,7 +60,13 @@ def parse_stats(text):
         raise FwdctlError(f"fwdctl --json stats: not JSON: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("stats"), dict):
         raise FwdctlError('fwdctl --json stats: expected {"stats": {...}}')
-    s = doc["stats"]
+    try:
+        return _snapshot(doc["stats"])
+    except (KeyError, TypeError, AttributeError) as e:
+        raise FwdctlError(f"fwdctl --json stats: unexpected shape ({type(e).__name__}: {e})") from None
+
+
+def _snapshot(s):
     snap = {
         "uptime_ms": _u64(s, "uptime_ms", "stats"),
         "rx_packets": _u64(s, "rx_packets", "stats"),
@@ -65,13 +76,16 @@ def parse_stats(text):
         "events": {},
         "ports": {},
     }
-    for i, d in enumerate(s.get("drops", [])):
+    for key in ("drops", "ports"):
+        if not isinstance(s.get(key), list):
+            raise FwdctlError(f"stats.{key}: missing or not a list")
+    for i, d in enumerate(s["drops"]):
         snap["drops"][str(d["reason"])] = _u64(d, "packets", f"stats.drops[{i}]")
     for i, e in enumerate(s.get("events", [])):
         snap["events"][str(e["event"])] = _u64(e, "count", f"stats.events[{i}]")
-    for i, p in enumerate(s.get("ports", [])):
+    for i, p in enumerate(s["ports"]):
         snap["ports"][str(p["name"])] = {
-            c: _u64(p, c, f"stats.ports[{i}]") for c in PORT_COUNTERS
+            c: _u64(p, c, f"stats.ports[{i}]", c in PORT_REQUIRED) for c in PORT_COUNTERS
         }
     return snap
 

@@ -19,6 +19,11 @@ import zlib
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 
+# A histogram from the server is data, not trusted: bounded when inflated.
+# (TRex's, 1 usec to hours at 3 digits, has some 50k counters.)
+MAX_COUNTERS = 1 << 22
+MAX_PAYLOAD = 64 << 20
+
 _COMPRESSED_COOKIE = 0x1C849304
 _ENCODING_COOKIE = 0x1C849303
 
@@ -120,9 +125,12 @@ def decode_hdrh(text):
     if cookie & ~0xF0 != _COMPRESSED_COOKIE:
         raise HdrhError(f"hdrh: not a compressed V2 histogram (cookie {cookie:#x})")
     try:
-        payload = zlib.decompress(raw[8 : 8 + length])
+        z = zlib.decompressobj()
+        payload = z.decompress(raw[8 : 8 + length], MAX_PAYLOAD)
     except zlib.error as e:
         raise HdrhError(f"hdrh: {e}") from None
+    if z.unconsumed_tail:
+        raise HdrhError(f"hdrh: inflates past {MAX_PAYLOAD} bytes")
     if len(payload) < 40:
         raise HdrhError("hdrh: payload too short")
     cookie, counts_len, norm, digits, lowest, highest, _ratio = struct.unpack(
@@ -135,8 +143,11 @@ def decode_hdrh(text):
     body = payload[40 : 40 + counts_len]
     counts = []
     for v in _varints(body):
+        n = -v if v < 0 else 1
+        if len(counts) + n > MAX_COUNTERS:
+            raise HdrhError(f"hdrh: more than {MAX_COUNTERS} counters")
         if v < 0:
-            counts.extend([0] * -v)
+            counts.extend([0] * n)
         else:
             counts.append(v)
     return HdrHistogram(lowest, highest, digits, counts)

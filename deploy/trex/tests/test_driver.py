@@ -381,6 +381,49 @@ class AgainstAFakeServer(Scratch):
         self.assertIn("| 0.9 | 720,000 | 8 |", md)
 
 
+class FwdstatsInput(unittest.TestCase):
+    """What fwdctl prints is data: a shape that is not ctl's StatsReport is
+    a one-line FwdctlError, never a traceback or a guessed zero."""
+
+    GOOD = {"stats": {"uptime_ms": 5, "rx_packets": 3, "tx_packets": 2, "dropped": 1,
+                      "drops": [{"reason": "no_route", "packets": 1}],
+                      "lcores": [],
+                      "ports": [{"name": "p0", "rx_packets": 3, "rx_bytes": 180,
+                                 "tx_packets": 2, "tx_bytes": 120}]}}
+
+    def test_optional_fields_default_to_zero(self):
+        s = fwdstats.parse_stats(json.dumps(self.GOOD))
+        self.assertEqual(s["ports"]["p0"]["rx_missed"], 0)
+        self.assertEqual(s["events"], {})
+        self.assertEqual(s["drops"], {"no_route": 1})
+
+    def test_bad_shapes(self):
+        def without(path):
+            doc = json.loads(json.dumps(self.GOOD))
+            obj = doc
+            for k in path[:-1]:
+                obj = obj[k]
+            del obj[path[-1]]
+            return json.dumps(doc)
+
+        cases = [
+            ("not json", "not JSON"),
+            ("[]", "expected"),
+            ('{"status": {}}', "expected"),
+            (without(["stats", "uptime_ms"]), "uptime_ms: missing"),
+            (without(["stats", "drops"]), "stats.drops"),
+            (without(["stats", "ports", 0, "tx_bytes"]), "tx_bytes: missing"),
+            (without(["stats", "drops", 0, "reason"]), "unexpected shape"),
+            (json.dumps({"stats": dict(self.GOOD["stats"], rx_packets=-1)}), "not a counter"),
+            (json.dumps({"stats": dict(self.GOOD["stats"], rx_packets="3")}), "not a counter"),
+            (json.dumps({"stats": dict(self.GOOD["stats"], drops=[7])}), "unexpected shape"),
+        ]
+        for text, word in cases:
+            with self.subTest(text=text[:60]):
+                with self.assertRaisesRegex(fwdstats.FwdctlError, word):
+                    fwdstats.parse_stats(text)
+
+
 def bin_dir():
     """FWD_BIN_DIR, else cargo's debug directory (CARGO_TARGET_DIR or the
     repository's target/)."""

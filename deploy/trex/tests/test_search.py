@@ -308,6 +308,36 @@ class Latency(unittest.TestCase):
                 with self.assertRaisesRegex(latency.HdrhError, word):
                     latency.decode_hdrh(bad)
 
+    def test_hostile_hdrh_is_bounded(self):
+        import base64
+        import struct
+        import zlib
+
+        def encoded(payload):
+            z = zlib.compress(payload)
+            return base64.b64encode(struct.pack(">iI", 0x1C849314, len(z)) + z).decode()
+
+        header = struct.pack(">iiiiqqd", 0x1C849313, 0, 0, 3, 1, 10_000_000, 1.0)
+        # A run of 2^62 zero counters: refused, not allocated.
+        zigzag = (((1 << 62) << 1) - 1)  # -(2^62) in ZigZag
+        leb = bytearray()
+        while True:
+            b = zigzag & 0x7F
+            zigzag >>= 7
+            if zigzag:
+                leb.append(b | 0x80)
+            else:
+                leb.append(b)
+                break
+        body = bytes(leb)
+        text = encoded(header[:4] + struct.pack(">i", len(body)) + header[8:] + body)
+        with self.assertRaisesRegex(latency.HdrhError, "more than"):
+            latency.decode_hdrh(text)
+        # A payload that inflates past the bound.
+        bomb = encoded(header + b"\x00" * (latency.MAX_PAYLOAD + 1))
+        with self.assertRaisesRegex(latency.HdrhError, "inflates past"):
+            latency.decode_hdrh(bomb)
+
     def test_summary_of_a_pg_id(self):
         pg = {
             "err_cntrs": {"dropped": 0, "dup": 0, "out_of_order": 2},
