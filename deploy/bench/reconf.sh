@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
 # The "reconf" test (FD.io CSIT's name) on the pcap recipe: one worker
-# forwards an endless replay of TRAFFIC_PCAP while the control plane
-#   - applies ROUTE_CHANGES route changes per second (`fwdctl -b`: the
-#     add half and the delete half of a set of /24s in 20.0.0.0/7, via a
-#     third port), and
-#   - replaces a RULES-rule set every second (`rule flush` and the adds in
-#     one batch, alternating between two sets; none matches the traffic).
+# forwards an endless replay of the TRex IPv4 routing profile's packets
+# (deploy/trex/profiles/ip4_routing.py, direction 0: 64 B, 1000
+# destinations, 4096 flows, exported with the TRex library) through the
+# matching address plan's tables, while the control plane, once a second,
+#   - applies ROUTE_CHANGES route changes (`fwdctl -b`: `route replace` of
+#     ROUTE_CHANGES/2 /24s from 20.0.0.0 via a third port, then their
+#     deletes: the batch leaves the table as it found it), and
+#   - replaces a RULES-rule set (`rule flush`, RULES-1 deny rules the traffic
+#     does not match and a final permit, in one batch);
+# both batches are `fwd-trex batch`'s, the TRex driver's reconf actions.
 # It reports the worker's Mpps per second in ROUNDS rounds of BLOCK_S quiet
-# seconds then BLOCK_S churn seconds (the first second of each block, which
-# straddles the switch, is left out of the quiet side), the dip of the median, and proves that no
-# packet went to a wrong port: the third port is a net_pcap whose tx file
-# must hold none of the traffic's frames. A control phase runs a busy loop on
-# the churn's CPU instead, to tell the machine's own effect from the churn's; and the right port must have sent
-# every packet the worker received (fwdctl --json stats, drops by reason).
-# Results go to bench-results/reconf.md.
+# seconds, BLOCK_S churn seconds and, as a control, BLOCK_S seconds of a
+# busy loop on the churn's CPU that touches no memory (it tells the
+# machine's own effect from the churn's), and the dip of the medians. It
+# proves that no packet went to a wrong port: the third port is a net_pcap
+# whose tx file must hold none of the traffic's frames, and the right port
+# must have sent every packet the worker received (fwdctl --json stats,
+# drops by reason). Results go to bench-results/reconf.md.
 #
-#   deploy/bench/reconf.sh [TRAFFIC_PCAP]
-#
-# Without TRAFFIC_PCAP the traffic is the TRex IPv4 routing profile's first
-# packets (deploy/trex/profiles, exported by deploy/trex/export-pcap with the
-# TRex library), routed by the matching plan's /24 routes.
+#   deploy/bench/reconf.sh
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -32,6 +32,7 @@ BLOCK_S="${BLOCK_S:-6}"
 "$ROOT/deploy/setup.sh" --hugepages 512 > /dev/null
 build_release
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+TREX="$ROOT/deploy/trex"
 WORK="$(mktemp -d /tmp/fwd-reconf.XXXXXX)"
 FWD_PID=""
 cleanup() {
@@ -40,54 +41,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
-TRAFFIC="${1:-}"
-if [ -z "$TRAFFIC" ]; then
-    TRAFFIC="$WORK/traffic.pcap"
-    "$BIN/fwd-flows" "$TRAFFIC" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 > /dev/null
-fi
-
-# Ports: in (the replay), out (the right port: net_null counts what it is
-# given), wrong (where the churned routes point; its tx pcap must stay free of
-# the traffic).
-write_replay_config "$TRAFFIC" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true
-python3 - "$WORK/fwd.yaml" "$WORK" <<'EOF'
-import sys
-cfg, work = sys.argv[1], sys.argv[2]
-s = open(cfg).read()
-s = s.replace("workers:\n", f"""  - name: wrong
-    device: net_pcap1,tx_pcap={work}/wrong.pcap
-    addresses: [10.8.0.1/24]
-control: {{socket: {work}/fwd.sock, cpu: 0}}
-workers:
-""")
-s = s.replace("neighbours:\n", """neighbours:
-  - {ip: 10.8.0.2, mac: "02:00:00:00:08:02", port: wrong}
-""")
-s = s.replace("rx: [{port: in}, {port: out}]", "rx: [{port: in}, {port: out}, {port: wrong}]")
-open(cfg, "w").write(s)
+# The traffic, the config (ports p0 <- replay, p1 -> net_null, wrong -> tx
+# pcap) and the tables (the plan's, as a saved state loaded at start).
+TUNABLES="size=64,dests=1000,flows=4096"
+(cd "$TREX" && "$TREX_PY" -m fwdtrex.pcapexport -n 4096 -d 0 -t "$TUNABLES" \
+    -o "$WORK/traffic.pcap" profiles/ip4_routing.py) > /dev/null
+(cd "$TREX" && "$TREX_PY" - "$WORK" <<'EOF'
+import os, sys
+from fwdtrex import appliance
+w = sys.argv[1]
+with open(os.path.join(w, "tables.conf"), "w") as f:
+    f.write(appliance.saved_state_text(appliance.Test("ip4", directions=(0,))))
+with open(os.path.join(w, "fwd.yaml"), "w") as f:
+    f.write(appliance.reconf_config(
+        os.path.join(w, "traffic.pcap"), os.path.join(w, "wrong.pcap"),
+        os.path.join(w, "fwd.sock"), os.path.join(w, "tables.conf"), w))
 EOF
-
-# The churn batches: A adds ROUTE_CHANGES/2 /24s, B deletes them and adds as
-# many others, C deletes those and adds the first ones back... alternating
-# A' = B's inverse, so every batch is ROUTE_CHANGES changes and the table size
-# stays put. The rule sets R0 and R1: RULES drop rules on sources the traffic
-# never has (198.18.0.0/15, two disjoint halves).
-half=$((ROUTE_CHANGES / 2))
-awk -v n="$half" 'BEGIN { for (i = 0; i < n; i++)
-    printf "route add 20.%d.%d.0/24 via 10.8.0.2 dev wrong\n", int(i / 256) % 256, i % 256 }' > "$WORK/add0"
-awk -v n="$half" 'BEGIN { for (i = 0; i < n; i++)
-    printf "route add 21.%d.%d.0/24 via 10.8.0.2 dev wrong\n", int(i / 256) % 256, i % 256 }' > "$WORK/add1"
-sed 's/^route add \([^ ]*\).*/route del \1/' "$WORK/add0" > "$WORK/del0"
-sed 's/^route add \([^ ]*\).*/route del \1/' "$WORK/add1" > "$WORK/del1"
-cat "$WORK/del0" "$WORK/add1" > "$WORK/swap01"
-cat "$WORK/del1" "$WORK/add0" > "$WORK/swap10"
-for k in 0 1; do
-    { echo "rule flush"
-      awk -v n="$RULES" -v k="$k" 'BEGIN { for (i = 0; i < n; i++)
-          printf "rule add prio %d src 198.%d.%d.%d/32 proto udp action drop\n",
-                 i + 1, 18 + k, int(i / 256) % 256, i % 256 }'
-    } > "$WORK/rules$k"
-done
+)
+read -r WRONG_NH < <(cd "$TREX" && "$TREX_PY" -c 'from fwdtrex import appliance; print(appliance.WRONG_V4[1])')
+"$TREX/fwd-trex" batch routes --routes "$ROUTE_CHANGES" --route-base 20.0.0.0 \
+    --via "$WRONG_NH" --dev wrong -o "$WORK/routes" > /dev/null
+"$TREX/fwd-trex" batch rules --rules "$RULES" -o "$WORK/rules" > /dev/null
 
 "$BIN/fwd" "$WORK/fwd.yaml" --stats-interval 1 > "$WORK/fwd.out" 2> "$WORK/fwd.log" &
 FWD_PID=$!
@@ -99,8 +73,6 @@ grep -q "forwarding with" "$WORK/fwd.log" || { cat "$WORK/fwd.log" >&2; exit 1; 
 CTL=("$BIN/fwdctl" -s "$WORK/fwd.sock")
 # fwdctl and the churn share CPU 0 with the control lcore; CPU 1 is the worker's.
 pin=(taskset -c 0)
-"${pin[@]}" "${CTL[@]}" -b "$WORK/add0" > /dev/null
-"${pin[@]}" "${CTL[@]}" -b "$WORK/rules0" > /dev/null
 
 mark() { wc -l < "$WORK/fwd.out"; }
 # Rounds of BLOCK_S quiet seconds then BLOCK_S churn seconds, so that the
@@ -121,10 +93,9 @@ for ((round = 0; round < ROUNDS; round++)); do
     end=$((SECONDS + BLOCK_S))
     while [ "$SECONDS" -lt "$end" ]; do
         t0=$(date +%s.%N)
-        if [ $((k % 2)) = 0 ]; then r=swap01; s=rules1; else r=swap10; s=rules0; fi
-        "${pin[@]}" "${CTL[@]}" -b "$WORK/$r" > /dev/null
+        "${pin[@]}" "${CTL[@]}" -b "$WORK/routes" > /dev/null
         t1=$(date +%s.%N)
-        "${pin[@]}" "${CTL[@]}" -b "$WORK/$s" > /dev/null
+        "${pin[@]}" "${CTL[@]}" -b "$WORK/rules" > /dev/null
         t2=$(date +%s.%N)
         route_s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')")
         rule_s+=("$(awk -v a="$t1" -v b="$t2" 'BEGIN {printf "%.3f", b - a}')")
@@ -151,7 +122,7 @@ FWD_PID=""
 rates() {
     local r
     for r in "$@"; do
-        sed -n "$((${r%%:*} + 2)),${r##*:}p" "$WORK/fwd.out" | grep -o 'in: rx *[0-9.]*' | awk '{print $3}'
+        sed -n "$((${r%%:*} + 2)),${r##*:}p" "$WORK/fwd.out" | grep -o 'p0: rx *[0-9.]*' | awk '{print $3}'
     done
 }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f", (a[NR/2]+a[NR/2+1])/2}'; }
@@ -167,9 +138,11 @@ dip=$(awk -v b="$mb" -v c="$mc" 'BEGIN {printf "%.1f", 100 * (1 - c / b)}')
 mindip=$(awk -v b="$mb" -v c="$minc" 'BEGIN {printf "%.1f", 100 * (1 - c / b)}')
 
 # Wrong-port check: every frame in wrong.pcap, and how many were the traffic's
-# (IPv4 destination in 10.1.0.0/16).
-read -r wrong_all wrong_traffic < <(python3 - "$WORK/wrong.pcap" <<'EOF'
-import struct, sys
+# (IPv4 destination in the plan's direction-0 block).
+read -r wrong_all wrong_traffic < <(cd "$TREX" && "$TREX_PY" - "$WORK/wrong.pcap" <<'EOF'
+import ipaddress, struct, sys
+from fwdtrex import plans
+block = ipaddress.ip_network(plans.dst_block(4, 0))
 d = open(sys.argv[1], "rb").read()
 le = d[:4] == b"\xd4\xc3\xb2\xa1"
 o, n, t = 24, 0, 0
@@ -177,7 +150,7 @@ while o + 16 <= len(d):
     incl = struct.unpack("<I" if le else ">I", d[o + 8:o + 12])[0]
     f = d[o + 16:o + 16 + incl]
     n += 1
-    if len(f) >= 34 and f[12:14] == b"\x08\x00" and f[30] == 10 and f[31] == 1:
+    if len(f) >= 34 and f[12:14] == b"\x08\x00" and ipaddress.ip_address(f[30:34]) in block:
         t += 1
     o += 16 + incl
 print(n, t)
@@ -188,22 +161,24 @@ import json, sys
 s = json.loads(sys.argv[1])["stats"]
 ports = {p["name"]: p for p in s["ports"]}
 drops = ",".join(f"{d['reason']}={d['packets']}" for d in s["drops"] if d["packets"]) or "none"
-print(ports["in"]["rx_packets"], ports["out"]["tx_packets"], drops)
+print(ports["p0"]["rx_packets"], ports["p1"]["tx_packets"], drops)
 EOF
 )
 
 {
     echo "# Reconf: route and rule churn under load, pcap recipe, one worker"
     echo
-    echo "- command: \`deploy/bench/reconf.sh${1:+ $1}\` (ROUTE_CHANGES=$ROUTE_CHANGES RULES=$RULES ROUNDS=$ROUNDS BLOCK_S=$BLOCK_S)"
+    echo "- command: \`deploy/bench/reconf.sh\` (ROUTE_CHANGES=$ROUTE_CHANGES RULES=$RULES ROUNDS=$ROUNDS BLOCK_S=$BLOCK_S)"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
-    echo "- traffic: ${1:-4096 64-byte UDP flows to 1000 /24s (fwd-flows)}, replayed endlessly into port in;"
-    echo "  routed to port out (net_null); the churned routes point to port wrong (net_pcap tx file)"
-    echo "- $ROUNDS rounds of $BLOCK_S s quiet, then $BLOCK_S s of churn; churn, once a second: one \`fwdctl -b\` of $ROUTE_CHANGES route changes"
-    echo "  ($half deletes + $half adds of /24s in 20.0.0.0/7), then one of \`rule flush\` + $RULES rule adds"
-    echo "  (two alternating sets; none matches the traffic). fwdctl runs on CPU 0 with the control lcore;"
-    echo "  the worker has CPU 1."
+    echo "- traffic: deploy/trex/profiles/ip4_routing.py -t $TUNABLES, direction 0, its first 4096 packets"
+    echo "  (fwdtrex.pcapexport), replayed endlessly into p0, routed by the plan's /24s to p1 (net_null);"
+    echo "  the churned routes point to port wrong (net_pcap tx file)"
+    echo "- $ROUNDS rounds of $BLOCK_S s quiet, $BLOCK_S s of churn, $BLOCK_S s of the control busy loop;"
+    echo "  churn, once a second: one \`fwdctl -b\` of $ROUTE_CHANGES route changes (\`fwd-trex batch routes\`:"
+    echo "  replace then delete $((ROUTE_CHANGES / 2)) /24s from 20.0.0.0), then one of \`rule flush\` + $RULES rules"
+    echo "  (\`fwd-trex batch rules\`; none but the last, a permit, matches the traffic). fwdctl runs on"
+    echo "  CPU 0 with the control lcore; the worker has CPU 1."
     echo
     echo "| phase | worker Mpps, per second | median |"
     echo "|---|---|---|"
@@ -219,7 +194,7 @@ EOF
     echo "| $k route + $k rule | ${route_s[*]} | ${rule_s[*]} |"
     echo
     echo "Wrong port: $wrong_traffic of the traffic's frames left on port wrong ($wrong_all frames in its pcap)."
-    echo "Counters at the end: in rx $rx_in, out tx $tx_out, drops $drops (fwdctl --json stats)."
+    echo "Counters at the end: p0 rx $rx_in, p1 tx $tx_out, drops $drops (fwdctl --json stats)."
 } > "$OUT"
 cat "$OUT"
 [ "$wrong_traffic" = 0 ] || { echo "reconf: packets went to the wrong port" >&2; exit 1; }

@@ -170,6 +170,45 @@ def pcap_config(tag, rx, tx, socket, load, save_dir):
     return "\n".join(out) + "\n"
 
 
+# The reconf bench's third port, where its churned routes point: its tx pcap
+# must never hold a packet of the test traffic.
+WRONG_PORT = "wrong"
+WRONG_V4 = ("10.8.0.1/24", "10.8.0.2", "02:00:00:00:08:02")
+
+
+def reconf_config(traffic, wrong_tx, socket, load, save_dir, tag="reconf"):
+    """fwd.yaml for deploy/bench/reconf.sh: `traffic` replayed endlessly
+    into p0, p1 a net_null (the right port: it counts and discards), a third
+    port WRONG_PORT writing `wrong_tx`; hugepages, one worker on lcore 1,
+    the control lcore on CPU 0, the tables from the saved state `load`."""
+    devices = [f"net_pcap_{tag}0,rx_pcap={traffic},infinite_rx=1", f"net_null_{tag}0,no-rx=1"]
+    addr, nh, mac = WRONG_V4
+    out = [
+        "eal:",
+        "  main_lcore: 0",
+        "  hugepages: true",
+        "  memory_mb: 1024",
+        f"  file_prefix: fwdtrex-{tag}",
+    ]
+    out += _ports_yaml(devices, 1)
+    out += [
+        f"  - name: {WRONG_PORT}",
+        f"    device: {_q(f'net_pcap_{tag}1,tx_pcap={wrong_tx}')}",
+        f"    addresses: [{_q(addr)}]",
+        "workers:",
+        f"  - {{lcore: 1, rx: [{', '.join('{port: %s}' % p for p in plans.PORTS + (WRONG_PORT,))}]}}",
+        "control:",
+        "  cpu: 0",
+        f"  socket: {_q(socket)}",
+        f"  load: {_q(load)}",
+        f"  save_dir: {_q(save_dir)}",
+        "icmp: {rate: 0}",
+    ]
+    out += _neigh_yaml()
+    out.append(f"  - {{ip: {_q(nh)}, mac: {_q(mac)}, port: {WRONG_PORT}}}")
+    return "\n".join(out) + "\n"
+
+
 def read_prefixes(path):
     """The prefixes of a routing-table file (one CIDR a line, .gz too)."""
     import gzip
