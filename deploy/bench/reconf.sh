@@ -140,20 +140,13 @@ mindip=$(awk -v b="$mb" -v c="$minc" 'BEGIN {printf "%.1f", 100 * (1 - c / b)}')
 # Wrong-port check: every frame in wrong.pcap, and how many were the traffic's
 # (IPv4 destination in the plan's direction-0 block).
 read -r wrong_all wrong_traffic < <(cd "$TREX" && "$TREX_PY" - "$WORK/wrong.pcap" <<'EOF'
-import ipaddress, struct, sys
-from fwdtrex import plans
+import ipaddress, sys
+from fwdtrex import pcapexport, plans
 block = ipaddress.ip_network(plans.dst_block(4, 0))
-d = open(sys.argv[1], "rb").read()
-le = d[:4] == b"\xd4\xc3\xb2\xa1"
-o, n, t = 24, 0, 0
-while o + 16 <= len(d):
-    incl = struct.unpack("<I" if le else ">I", d[o + 8:o + 12])[0]
-    f = d[o + 16:o + 16 + incl]
-    n += 1
-    if len(f) >= 34 and f[12:14] == b"\x08\x00" and ipaddress.ip_address(f[30:34]) in block:
-        t += 1
-    o += 16 + incl
-print(n, t)
+frames = pcapexport.read_pcap(sys.argv[1])
+ours = [f for f in frames if len(f) >= 34 and f[12:14] == b"\x08\x00"
+        and ipaddress.ip_address(f[30:34]) in block]
+print(len(frames), len(ours))
 EOF
 )
 read -r rx_in tx_out drops < <(python3 - "$stats" <<'EOF'

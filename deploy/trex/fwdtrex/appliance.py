@@ -176,18 +176,20 @@ WRONG_PORT = "wrong"
 WRONG_V4 = ("10.8.0.1/24", "10.8.0.2", "02:00:00:00:08:02")
 
 
-def reconf_config(traffic, wrong_tx, socket, load, save_dir, tag="reconf"):
-    """fwd.yaml for deploy/bench/reconf.sh: `traffic` replayed endlessly
-    into p0, p1 a net_null (the right port: it counts and discards), a third
-    port WRONG_PORT writing `wrong_tx`; hugepages, one worker on lcore 1,
-    the control lcore on CPU 0, the tables from the saved state `load`."""
+def reconf_config(traffic, wrong_tx, socket, load, save_dir, tag="reconf", hugepages=True,
+                  memory_mb=1024):
+    """fwd.yaml for deploy/bench/reconf.sh (and its CI twin,
+    tests/test_reconf_recipe.py): `traffic` replayed endlessly into p0, p1 a
+    net_null (the right port: it counts and discards), a third port
+    WRONG_PORT writing `wrong_tx`; one worker on lcore 1, the control lcore
+    on CPU 0, the tables from the saved state `load`."""
     devices = [f"net_pcap_{tag}0,rx_pcap={traffic},infinite_rx=1", f"net_null_{tag}0,no-rx=1"]
     addr, nh, mac = WRONG_V4
     out = [
         "eal:",
         "  main_lcore: 0",
-        "  hugepages: true",
-        "  memory_mb: 1024",
+        f"  hugepages: {'true' if hugepages else 'false'}",
+        f"  memory_mb: {memory_mb}",
         f"  file_prefix: fwdtrex-{tag}",
     ]
     out += _ports_yaml(devices, 1)
