@@ -21,24 +21,13 @@ import unittest
 import lbr_trex_client  # noqa: F401  (first: puts `trex` on sys.path)
 from trex.stl.api import STLProfile
 
-from fwdtrex import appliance, daemon, pcapexport, plans
+from fwdtrex import appliance, daemon, fwdstats, pcapexport, plans
 
 PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "profiles")
 CORPUS = {4: "routing/ipv4_fulltable_gaissmai.txt.gz", 6: "routing/ipv6_fulltable_gaissmai.txt"}
 
 
-def why_not_runnable():
-    if not daemon.is_root():
-        return "the replay tests run DPDK: run them as root (deploy/test.sh does)"
-    for b in ("fwd", "fwdctl"):
-        try:
-            daemon.binary(b)
-        except FileNotFoundError as e:
-            return str(e)
-    return None
-
-
-SKIP = why_not_runnable()
+SKIP = daemon.why_not_runnable()
 
 
 def mac_bytes(m):
@@ -111,14 +100,14 @@ class Replay(unittest.TestCase):
             total = 2 * case.n
             with daemon.Fwd(cfg, sock, t) as fwd:
                 stats = fwd.wait_accounted(total)
-                ports = {p["name"]: p for p in fwd.json("port", "show")}
+                ports = {p["name"]: p for p in fwd.ctl.json("port", "show")}
             fwd.stop()
             outputs = [pcapexport.read_pcap(os.path.join(t, f"out{d}.pcap")) for d in (0, 1)]
 
         self.assertEqual(stats["rx_packets"], total)
-        self.assertEqual(daemon.drops(stats), expect_drops or {}, "drops by reason")
+        self.assertEqual(fwdstats.drops(stats), expect_drops or {}, "drops by reason")
         want_tx = {plans.PORTS[plans.other(d)]: (case.n if d in forwarded_dirs else 0) for d in (0, 1)}
-        self.assertEqual(daemon.port_tx(stats), want_tx, "forwarded per port")
+        self.assertEqual(fwdstats.port_tx(stats), want_tx, "forwarded per port")
         for d in (0, 1):
             o = plans.other(d)
             want = []
