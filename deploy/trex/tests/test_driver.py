@@ -157,6 +157,38 @@ class DryRun(Scratch):
         self.assertEqual(r.stdout.splitlines()[0], "rule flush")
         self.assertEqual(len(r.stdout.splitlines()), 4)
 
+    def test_the_route_changes_take_their_next_hop_from_the_plan(self):
+        ip4 = os.path.join(PROFILES, "ip4_routing.py")
+
+        def first_route(*argv):
+            r = fwd_trex("batch", "routes", "--routes", "2", "-o", "-", *argv)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.splitlines()[0]
+
+        # Direction 0 (A) sends first: its traffic leaves by p1 to TRex port 1.
+        self.assertEqual(first_route("--profile", ip4),
+                         "route replace 20.0.0.0/24 via 192.168.11.2 dev p1")
+        self.assertEqual(first_route("--profile", ip4, "--dir", "ab"),
+                         "route replace 20.0.0.0/24 via 192.168.11.2 dev p1")
+        self.assertEqual(first_route("--profile", ip4, "--dir", "ba"),
+                         "route replace 20.0.0.0/24 via 192.168.10.2 dev p0")
+        # The options override the plan, each on its own.
+        self.assertEqual(first_route("--profile", ip4, "--via", "10.9.0.2", "--dev", "out"),
+                         "route replace 20.0.0.0/24 via 10.9.0.2 dev out")
+        self.assertEqual(first_route("--profile", ip4, "--via", "192.168.11.3"),
+                         "route replace 20.0.0.0/24 via 192.168.11.3 dev p1")
+        # Not one of ours (or no profile at all): nothing to default from.
+        for argv in (["--profile", self.tiny], []):
+            with self.subTest(argv=argv):
+                r = fwd_trex("batch", "routes", "-o", "-", *argv)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn("--via and --dev", r.stderr)
+                self.assertEqual(r.stdout, "")
+        # reconf with one of ours needs neither.
+        r = fwd_trex("reconf", "--profile", ip4, "--rate", "500k", "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("100000 route changes from 20.0.0.0/24", r.stdout)
+
     def test_unreachable_server_is_exit_1(self):
         # Port 9 (discard): nothing answers TRex's RPC there.
         r = fwd_trex("ndrpdr", "--profile", self.tiny, "--server", "127.0.0.1",
