@@ -313,6 +313,8 @@ class FakeTrex:
 
 class AgainstAFakeServer(Scratch):
     CAP = 1_000_000
+    # 1 s trials, decided after 1 s of them; a generous bound on the search.
+    SHORT_TRIALS = ("--final-duration", "1", "--duration-sum", "1", "--max-search-time", "300")
 
     def run_cli(self, fake, *argv):
         cli = load_cli()
@@ -334,8 +336,7 @@ class AgainstAFakeServer(Scratch):
         fake = FakeTrex(self.CAP)
         doc, md = self.run_cli(
             fake, "ndrpdr", "--no-fwd-stats", "--min-rate", "10k", "--max-rate", "4M",
-            "--initial-duration", "1", "--final-duration", "1", "--duration-sum", "1",
-            "--max-search-time", "300",
+            "--initial-duration", "1", *self.SHORT_TRIALS,
         )
         ndr = doc["search"]["ndr"]
         self.assertLessEqual(ndr["lower_bound"], self.CAP)
@@ -370,8 +371,7 @@ class AgainstAFakeServer(Scratch):
         fake = FakeTrex(self.CAP)
         doc, _ = self.run_cli(
             fake, "ndrpdr", "--no-fwd-stats", "--dir", "ab", "--min-rate", "10k",
-            "--max-rate", "900k", "--final-duration", "1", "--duration-sum", "1",
-            "--max-search-time", "300",
+            "--max-rate", "900k", *self.SHORT_TRIALS,
         )
         for goal in ("ndr", "pdr"):
             self.assertEqual(doc["search"][goal]["limit"], "clean_at_max", goal)
