@@ -1,16 +1,19 @@
-"""Start and stop the real `fwd` for the replay tests, and read its
-counters with `fwdctl --json stats`.
+"""Start and stop the real `fwd` for the tests on net_pcap ports, and wait
+on its counters.
 
-The binaries are found under the repository's target/debug (what
-`cargo build --workspace --bins` makes), or in $FWD_BIN_DIR.
+The binaries are found in $FWD_BIN_DIR, else under the repository's
+target/debug (what `cargo build --workspace --bins` makes). fwdctl is run,
+and its `--json stats` read, by fwdstats: this module only starts, waits
+on and stops the daemon.
 """
 
-import json
 import os
 import signal
 import subprocess
 import threading
 import time
+
+from fwdtrex import fwdstats
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
@@ -37,6 +40,18 @@ def is_root():
     return os.geteuid() == 0
 
 
+def why_not_runnable():
+    """Why the real daemon cannot run here (a skip reason), or None."""
+    if not is_root():
+        return "the real daemon runs DPDK: run the tests as root (deploy/test.sh does)"
+    for b in ("fwd", "fwdctl"):
+        try:
+            binary(b)
+        except FileNotFoundError as e:
+            return str(e)
+    return None
+
+
 def check(config_path):
     """`fwd --check CONFIG`: (ok, output)."""
     r = subprocess.run([binary("fwd"), config_path, "--check"], capture_output=True, text=True,
@@ -46,11 +61,13 @@ def check(config_path):
 
 class Fwd:
     """A running `fwd` (stopped with SIGTERM on stop() or on leaving a
-    `with`). Its output is kept in `self.output`."""
+    `with`). Its output is kept in `self.output`; `self.ctl` is a
+    fwdstats.Fwdctl on its socket."""
 
     def __init__(self, config_path, socket, rundir, ready_timeout=120):
         self.socket = socket
         self.output = []
+        self.ctl = fwdstats.Fwdctl([binary("fwdctl")], socket, timeout=600)
         env = dict(os.environ, RUNTIME_DIRECTORY=rundir)
         self.proc = subprocess.Popen([binary("fwd"), config_path], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE,
@@ -76,41 +93,31 @@ class Fwd:
     def text(self):
         return "".join(self.output)
 
-    def fwdctl(self, *args):
-        r = subprocess.run([binary("fwdctl"), "-s", self.socket, *args], capture_output=True,
-                           text=True, stdin=subprocess.DEVNULL, timeout=600)
-        if r.returncode != 0:
-            raise RuntimeError(f"fwdctl {' '.join(args)} failed ({r.returncode}): {r.stderr}{r.stdout}")
-        return r.stdout
-
     def stats(self):
-        """`fwdctl --json stats` as a dict (the wire protocol's StatsReport)."""
-        return self.json("stats")
+        """A fwdstats snapshot of `fwdctl --json stats`."""
+        return self.ctl.snapshot()
 
-    def json(self, what, *args):
-        """`fwdctl --json WHAT ARGS`: the answer's body (the protocol wraps
-        an answer as {"<kind>": body})."""
-        doc = json.loads(self.fwdctl("--json", what, *args))
-        if isinstance(doc, dict) and len(doc) == 1:
-            (body,) = doc.values()
-            return body
-        return doc
+    def wait_for(self, done, what, timeout=300):
+        """Polls the stats until done(snapshot); returns that snapshot. A
+        deadline, never a sleep that the result depends on: the check is on
+        the counters. TimeoutError names `what` and the last stats."""
+        deadline = time.monotonic() + timeout
+        while True:
+            last = self.stats()
+            if done(last):
+                return last
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"fwd exited while waiting for {what}:\n{self.text()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"after {timeout} s, not yet {what}: {last}")
+            time.sleep(0.05)
 
     def wait_accounted(self, n, timeout=300):
         """Waits until the daemon has received n packets and every one is
-        forwarded or dropped; returns the last stats. A deadline, never a
-        sleep that the result depends on: the check is on the counters."""
-        deadline = time.monotonic() + timeout
-        last = None
-        while True:
-            last = self.stats()
-            if last["rx_packets"] >= n and accounted(last) >= n:
-                return last
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"fwd exited while packets were outstanding:\n{self.text()}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"after {timeout} s: {accounted(last)} of {n} packets accounted for: {last}")
-            time.sleep(0.05)
+        forwarded or dropped; returns the last stats."""
+        return self.wait_for(
+            lambda s: s["rx_packets"] >= n and fwdstats.accounted(s) >= n,
+            f"{n} packets received and accounted for", timeout)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -130,17 +137,3 @@ class Fwd:
 
     def __exit__(self, *exc):
         self.stop()
-
-
-def drops(stats):
-    """{reason: packets} of the non-zero drop counters."""
-    return {d["reason"]: d["packets"] for d in stats["drops"] if d["packets"]}
-
-
-def port_tx(stats):
-    """{port name: tx_packets}."""
-    return {p["name"]: p["tx_packets"] for p in stats["ports"]}
-
-
-def accounted(stats):
-    return sum(port_tx(stats).values()) + sum(drops(stats).values())

@@ -127,6 +127,21 @@ def diff(before, after):
     return out
 
 
+def drops(snap):
+    """{reason: packets} of a snapshot's non-zero drop counters."""
+    return {k: v for k, v in snap["drops"].items() if v}
+
+
+def port_tx(snap):
+    """{port name: tx_packets} of a snapshot."""
+    return {name: c["tx_packets"] for name, c in snap["ports"].items()}
+
+
+def accounted(snap):
+    """Packets a snapshot accounts for: sent out of a port or dropped."""
+    return sum(port_tx(snap).values()) + sum(drops(snap).values())
+
+
 def explain(delta):
     """One line naming where packets went, e.g.
     'fwd dropped 12: no_route 10, acl_drop 2; port in rx_missed 5'."""
@@ -159,13 +174,10 @@ class Fwdctl:
         """Runs fwdctl ARGS; its stdout. Raises FwdctlError naming the
         command and fwdctl's own message when it fails."""
         argv = self.argv + list(args)
+        # Without a batch to send, fwdctl (or ssh) gets no terminal to read.
+        feed = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
         try:
-            p = subprocess.run(
-                argv,
-                input=stdin,
-                capture_output=True,
-                timeout=self.timeout,
-            )
+            p = subprocess.run(argv, capture_output=True, timeout=self.timeout, **feed)
         except FileNotFoundError:
             raise FwdctlError(f"{argv[0]}: not found (set --fwdctl)") from None
         except subprocess.TimeoutExpired:
@@ -181,10 +193,22 @@ class Fwdctl:
     def snapshot(self):
         return parse_stats(self.run(["--json", "stats"]))
 
+    def json(self, *args):
+        """`fwdctl --json ARGS`: the answer's body (the protocol wraps an
+        answer as {"<kind>": body}; a bare list or value is returned as is)."""
+        text = self.run(["--json", *args])
+        try:
+            doc = json.loads(text)
+        except ValueError as e:
+            raise FwdctlError(f"fwdctl --json {' '.join(args)}: not JSON: {e}") from None
+        if isinstance(doc, dict) and len(doc) == 1:
+            (body,) = doc.values()
+            return body
+        return doc
+
     def version(self):
         """The daemon's version from `fwdctl --json status`."""
-        doc = json.loads(self.run(["--json", "status"]))
-        return doc["status"]["version"]
+        return self.json("status")["version"]
 
     def apply_batch(self, data):
         """`fwdctl -b -` with the batch on stdin (so a remote fwdctl needs

@@ -73,6 +73,13 @@ def other(direction):
     return 1 - direction
 
 
+def far_hop(direction, family=4):
+    """(address, appliance port) of the far TRex port of a direction: the
+    next hop the appliance sends that direction's traffic to."""
+    o = other(direction)
+    return (TREX_V4[o] if family == 4 else TREX_V6[o]), PORTS[o]
+
+
 def check_direction(direction):
     if direction not in (0, 1):
         raise ValueError(f"direction must be 0 or 1, not {direction!r}")
@@ -195,10 +202,9 @@ def block_routes(family, directions=(0, 1)):
     """Every route of the destination blocks: (prefix, via, dev)."""
     out = []
     for d in directions:
-        o = other(d)
-        via = TREX_V4[o] if family == 4 else TREX_V6[o]
+        via, dev = far_hop(d, family)
         for net in dst_block(family, d).subnets(new_prefix=ROUTE_LEN[family]):
-            out.append((str(net), via, PORTS[o]))
+            out.append((str(net), via, dev))
     return out
 
 
@@ -209,7 +215,7 @@ def full_view_routes(prefixes, family):
     skip = [dst_block(family, d) for d in (0, 1)]
     skip += [ipaddress.ip_interface(a).network for _, a in link_routes()]
     skip = [n for n in skip if n.version == family]
-    via = TREX_V4[1] if family == 4 else TREX_V6[1]
+    via, dev = far_hop(0, family)
     out = []
     seen = set()
     for text in prefixes:
@@ -222,7 +228,7 @@ def full_view_routes(prefixes, family):
         if net.prefixlen == 0 or any(net.subnet_of(s) for s in skip):
             continue
         seen.add(net)
-        out.append((str(net), via, PORTS[1]))
+        out.append((str(net), via, dev))
     return out
 
 

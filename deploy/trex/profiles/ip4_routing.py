@@ -7,18 +7,7 @@ sources. Frame size 64-style integer (FCS included) or imix.
 """
 
 import _fwd_common as _common  # puts fwdtrex on sys.path
-from fwdtrex import streams
-
-
-class Profile:
-    def get_streams(self, tunables, **kwargs):
-        p = _common.parser("IPv4 routing over the plan's destination block")
-        p.add_argument("--size", default="64", help="frame size in bytes (FCS included) or imix")
-        p.add_argument("--dests", type=int, default=10000, help="destinations: 1000, 10000 or 1000000 in the test matrix")
-        p.add_argument("--flows", type=int, default=1000, help="source addresses")
-        args = p.parse_args(tunables)
-        return streams.routing(4, _common.direction_of(kwargs), args.size, args.dests, args.flows)
 
 
 def register():
-    return Profile()
+    return _common.RoutingProfile(4)

@@ -2,7 +2,8 @@
 objects (no server); every mode end to end against a FAKE STLClient (a
 test double standing in for a TRex server, with a hard capacity); and
 fwdstats / the reconf batches against the REAL fwd daemon on pcap ports
-(root and the built binaries; FWD_BIN_DIR overrides target/debug)."""
+(root and the built binaries; fwdtrex.daemon starts it: FWD_BIN_DIR
+overrides target/debug)."""
 
 import contextlib
 import glob
@@ -15,13 +16,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import lbr_trex_client  # noqa: F401  (puts `trex` on sys.path)
 from trex.utils.parsing_opts import decode_multiplier
 
-from fwdtrex import fwdstats, measure, reconf
+from fwdtrex import daemon, fwdstats, measure, reconf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TREX_DIR = os.path.dirname(HERE)
@@ -157,6 +157,38 @@ class DryRun(Scratch):
         self.assertEqual(r.stdout.splitlines()[0], "rule flush")
         self.assertEqual(len(r.stdout.splitlines()), 4)
 
+    def test_the_route_changes_take_their_next_hop_from_the_plan(self):
+        ip4 = os.path.join(PROFILES, "ip4_routing.py")
+
+        def first_route(*argv):
+            r = fwd_trex("batch", "routes", "--routes", "2", "-o", "-", *argv)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.splitlines()[0]
+
+        # Direction 0 (A) sends first: its traffic leaves by p1 to TRex port 1.
+        self.assertEqual(first_route("--profile", ip4),
+                         "route replace 20.0.0.0/24 via 192.168.11.2 dev p1")
+        self.assertEqual(first_route("--profile", ip4, "--dir", "ab"),
+                         "route replace 20.0.0.0/24 via 192.168.11.2 dev p1")
+        self.assertEqual(first_route("--profile", ip4, "--dir", "ba"),
+                         "route replace 20.0.0.0/24 via 192.168.10.2 dev p0")
+        # The options override the plan, each on its own.
+        self.assertEqual(first_route("--profile", ip4, "--via", "10.9.0.2", "--dev", "out"),
+                         "route replace 20.0.0.0/24 via 10.9.0.2 dev out")
+        self.assertEqual(first_route("--profile", ip4, "--via", "192.168.11.3"),
+                         "route replace 20.0.0.0/24 via 192.168.11.3 dev p1")
+        # Not one of ours (or no profile at all): nothing to default from.
+        for argv in (["--profile", self.tiny], []):
+            with self.subTest(argv=argv):
+                r = fwd_trex("batch", "routes", "-o", "-", *argv)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn("--via and --dev", r.stderr)
+                self.assertEqual(r.stdout, "")
+        # reconf with one of ours needs neither.
+        r = fwd_trex("reconf", "--profile", ip4, "--rate", "500k", "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("100000 route changes from 20.0.0.0/24", r.stdout)
+
     def test_unreachable_server_is_exit_1(self):
         # Port 9 (discard): nothing answers TRex's RPC there.
         r = fwd_trex("ndrpdr", "--profile", self.tiny, "--server", "127.0.0.1",
@@ -281,6 +313,8 @@ class FakeTrex:
 
 class AgainstAFakeServer(Scratch):
     CAP = 1_000_000
+    # 1 s trials, decided after 1 s of them; a generous bound on the search.
+    SHORT_TRIALS = ("--final-duration", "1", "--duration-sum", "1", "--max-search-time", "300")
 
     def run_cli(self, fake, *argv):
         cli = load_cli()
@@ -302,8 +336,7 @@ class AgainstAFakeServer(Scratch):
         fake = FakeTrex(self.CAP)
         doc, md = self.run_cli(
             fake, "ndrpdr", "--no-fwd-stats", "--min-rate", "10k", "--max-rate", "4M",
-            "--initial-duration", "1", "--final-duration", "1", "--duration-sum", "1",
-            "--max-search-time", "300",
+            "--initial-duration", "1", *self.SHORT_TRIALS,
         )
         ndr = doc["search"]["ndr"]
         self.assertLessEqual(ndr["lower_bound"], self.CAP)
@@ -338,8 +371,7 @@ class AgainstAFakeServer(Scratch):
         fake = FakeTrex(self.CAP)
         doc, _ = self.run_cli(
             fake, "ndrpdr", "--no-fwd-stats", "--dir", "ab", "--min-rate", "10k",
-            "--max-rate", "900k", "--final-duration", "1", "--duration-sum", "1",
-            "--max-search-time", "300",
+            "--max-rate", "900k", *self.SHORT_TRIALS,
         )
         for goal in ("ndr", "pdr"):
             self.assertEqual(doc["search"][goal]["limit"], "clean_at_max", goal)
@@ -397,6 +429,17 @@ class FwdstatsInput(unittest.TestCase):
         self.assertEqual(s["events"], {})
         self.assertEqual(s["drops"], {"no_route": 1})
 
+    def test_drops_port_tx_and_accounted(self):
+        # Zero reasons are left out; ICMP errors sent count as port TX.
+        s = fwdstats.parse_stats(json.dumps({"stats": dict(
+            self.GOOD["stats"],
+            drops=[{"reason": "no_route", "packets": 1}, {"reason": "acl_drop", "packets": 0}],
+            ports=self.GOOD["stats"]["ports"] + [{"name": "p1", "rx_packets": 0, "rx_bytes": 0,
+                                                  "tx_packets": 4, "tx_bytes": 240}])}))
+        self.assertEqual(fwdstats.drops(s), {"no_route": 1})
+        self.assertEqual(fwdstats.port_tx(s), {"p0": 2, "p1": 4})
+        self.assertEqual(fwdstats.accounted(s), 7)
+
     def test_bad_shapes(self):
         def without(path):
             doc = json.loads(json.dumps(self.GOOD))
@@ -424,32 +467,13 @@ class FwdstatsInput(unittest.TestCase):
                     fwdstats.parse_stats(text)
 
 
-def bin_dir():
-    """FWD_BIN_DIR, else cargo's debug directory (CARGO_TARGET_DIR or the
-    repository's target/)."""
-    if os.environ.get("FWD_BIN_DIR"):
-        return os.environ["FWD_BIN_DIR"]
-    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
-    return os.path.join(target, "debug")
-
-
-def need_daemon():
-    d = bin_dir()
-    missing = [b for b in ("fwd", "fwdctl") if not os.access(os.path.join(d, b), os.X_OK)]
-    if missing:
-        return f"{', '.join(missing)} not built in {d} (cargo build --workspace --bins; FWD_BIN_DIR)"
-    if os.geteuid() != 0:
-        return "the real daemon needs root (DPDK)"
-    return None
-
-
 def write_pcap(path, frames):
     from scapy.utils import wrpcap
 
     wrpcap(path, frames)
 
 
-@unittest.skipIf(need_daemon(), need_daemon() or "")
+@unittest.skipIf(daemon.why_not_runnable(), daemon.why_not_runnable() or "")
 class AgainstTheRealDaemon(unittest.TestCase):
     """fwd on two net_pcap ports: `in` reads a finite pcap once, `out`
     holds the neighbour of 10.1.0.0/16. 5 packets are routed, 3 have no
@@ -497,63 +521,22 @@ control:
 """
         with open(os.path.join(d, "fwd.yaml"), "w") as f:
             f.write(cfg)
-        env = dict(os.environ, RUNTIME_DIRECTORY=d)
-        cls.log = open(os.path.join(d, "fwd.log"), "wb")
-        cls.fwd = subprocess.Popen([os.path.join(bin_dir(), "fwd"), os.path.join(d, "fwd.yaml")],
-                                   stdin=subprocess.DEVNULL, stdout=cls.log, stderr=cls.log,
-                                   env=env)
-        # Registered at once: a daemon that never gets ready is stopped too.
-        cls.addClassCleanup(cls.stop_daemon)
-        cls.ctl = fwdstats.Fwdctl([os.path.join(bin_dir(), "fwdctl")], cls.sock)
+        cls.fwd = daemon.Fwd(os.path.join(d, "fwd.yaml"), cls.sock, d)
+        cls.addClassCleanup(cls.fwd.stop)
+        cls.ctl = cls.fwd.ctl
         # Wait (generously) until every packet of the finite pcap was read.
-        deadline = time.monotonic() + 120
         total = cls.ROUTED + cls.NO_ROUTE + cls.NOT_IP
-        cls.first = None
-        while True:
-            if cls.fwd.poll() is not None:
-                raise RuntimeError(f"fwd exited: {cls.fwd_log()}")
-            try:
-                snap = cls.ctl.snapshot()
-                cls.first = cls.first or snap
-                if snap["ports"]["in"]["rx_packets"] >= total and snap["rx_packets"] >= total:
-                    break
-            except fwdstats.FwdctlError:
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"fwd never read its pcap: {cls.fwd_log()}")
-            time.sleep(0.2)
-
-    @classmethod
-    def fwd_log(cls):
-        cls.log.flush()
-        with open(os.path.join(cls.dir, "fwd.log"), "rb") as f:
-            return f.read().decode(errors="replace")[-3000:]
-
-    @classmethod
-    def stop_daemon(cls):
-        cls.fwd.terminate()
-        try:
-            cls.fwd.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            cls.fwd.kill()
-            cls.fwd.wait()
-        cls.log.close()
+        cls.fwd.wait_for(lambda s: s["ports"]["in"]["rx_packets"] >= total and s["rx_packets"] >= total,
+                         f"all {total} packets of in.pcap read", timeout=120)
 
     def settled(self):
         """A snapshot once the worker has accounted every packet (drops and
         TX land a moment after RX)."""
-        deadline = time.monotonic() + 60
-        while True:
-            s = self.ctl.snapshot()
-            if (
-                s["ports"]["out"]["tx_packets"] >= self.ROUTED
-                and s["ports"]["in"]["tx_packets"] >= self.NO_ROUTE
-                and s["dropped"] >= self.NO_ROUTE + self.NOT_IP
-            ):
-                return s
-            if time.monotonic() > deadline:
-                return s
-            time.sleep(0.2)
+        return self.fwd.wait_for(
+            lambda s: s["ports"]["out"]["tx_packets"] >= self.ROUTED
+            and s["ports"]["in"]["tx_packets"] >= self.NO_ROUTE
+            and s["dropped"] >= self.NO_ROUTE + self.NOT_IP,
+            "every packet accounted for", timeout=60)
 
     def test_the_real_stats_parse_to_exact_counts(self):
         s = self.settled()
@@ -593,7 +576,7 @@ control:
         self.assertTrue(self.ctl.version().startswith("fwd"), self.ctl.version())
         with self.assertRaisesRegex(fwdstats.FwdctlError, "exit 1"):
             self.ctl.apply_batch(b"route del 10.250.0.0/16\n")
-        gone = fwdstats.Fwdctl([os.path.join(bin_dir(), "fwdctl")],
+        gone = fwdstats.Fwdctl([daemon.binary("fwdctl")],
                                os.path.join(self.dir, "none.sock"))
         with self.assertRaisesRegex(fwdstats.FwdctlError, "none.sock"):
             gone.snapshot()
@@ -627,7 +610,7 @@ control:
                         "reconf", "--profile", tiny, "--rate", "100k", "--duration", "1",
                         "--settle", "0", "--routes", "1000", "--via", "10.9.0.2",
                         "--dev", "out", "--rules", "100",
-                        "--fwdctl", os.path.join(bin_dir(), "fwdctl"),
+                        "--fwdctl", daemon.binary("fwdctl"),
                         "--fwd-socket", self.sock, "--out", os.path.join(d, "r"),
                     ])
             finally:
@@ -665,7 +648,7 @@ control:
                             "reconf", "--profile", tiny, "--max-rate", "200k",
                             "--duration", "1", "--settle", "0", "--action", "routes",
                             "--routes-batch", bad, "--max-search-time", "300",
-                            "--fwdctl", os.path.join(bin_dir(), "fwdctl"),
+                            "--fwdctl", daemon.binary("fwdctl"),
                             "--fwd-socket", self.sock, "--out", os.path.join(d, "r"),
                         ])
             finally:

@@ -21,24 +21,13 @@ import unittest
 import lbr_trex_client  # noqa: F401  (first: puts `trex` on sys.path)
 from trex.stl.api import STLProfile
 
-from fwdtrex import appliance, daemon, pcapexport, plans
+from fwdtrex import appliance, daemon, fwdstats, pcapexport, plans
 
 PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "profiles")
 CORPUS = {4: "routing/ipv4_fulltable_gaissmai.txt.gz", 6: "routing/ipv6_fulltable_gaissmai.txt"}
 
 
-def why_not_runnable():
-    if not daemon.is_root():
-        return "the replay tests run DPDK: run them as root (deploy/test.sh does)"
-    for b in ("fwd", "fwdctl"):
-        try:
-            daemon.binary(b)
-        except FileNotFoundError as e:
-            return str(e)
-    return None
-
-
-SKIP = why_not_runnable()
+SKIP = daemon.why_not_runnable()
 
 
 def mac_bytes(m):
@@ -111,14 +100,14 @@ class Replay(unittest.TestCase):
             total = 2 * case.n
             with daemon.Fwd(cfg, sock, t) as fwd:
                 stats = fwd.wait_accounted(total)
-                ports = {p["name"]: p for p in fwd.json("port", "show")}
+                ports = {p["name"]: p for p in fwd.ctl.json("port", "show")}
             fwd.stop()
             outputs = [pcapexport.read_pcap(os.path.join(t, f"out{d}.pcap")) for d in (0, 1)]
 
         self.assertEqual(stats["rx_packets"], total)
-        self.assertEqual(daemon.drops(stats), expect_drops or {}, "drops by reason")
+        self.assertEqual(fwdstats.drops(stats), expect_drops or {}, "drops by reason")
         want_tx = {plans.PORTS[plans.other(d)]: (case.n if d in forwarded_dirs else 0) for d in (0, 1)}
-        self.assertEqual(daemon.port_tx(stats), want_tx, "forwarded per port")
+        self.assertEqual(fwdstats.port_tx(stats), want_tx, "forwarded per port")
         for d in (0, 1):
             o = plans.other(d)
             want = []
@@ -205,32 +194,32 @@ class ApplianceConfig(unittest.TestCase):
     """The bare-metal configs appliance.py writes pass `fwd --check`, and
     what it refuses it refuses with a reason."""
 
+    def fwd_check(self, config_for):
+        """`fwd --check` of config_for(socket path), written to a scratch
+        directory: (ok, output)."""
+        with tempfile.TemporaryDirectory() as t:
+            cfg = os.path.join(t, "fwd.yaml")
+            with open(cfg, "w") as f:
+                f.write(config_for(os.path.join(t, "s")))
+            return daemon.check(cfg)
+
     @unittest.skipIf(not daemon.have_binaries(), "fwd is not built: run `cargo build --workspace --bins`")
     def test_bare_metal_configs_pass_fwd_check(self):
         # fwd --check also checks that the CPUs are this machine's: CPU 1.
         for lcores, cpus, queues, huge in (([1], None, 1, True), ([1, 2, 3], [1, 1, 1], 3, True),
                                            ([2, 3], [1, 1], 4, False)):
             with self.subTest(lcores=lcores, queues=queues, hugepages=huge):
-                with tempfile.TemporaryDirectory() as t:
-                    cfg = os.path.join(t, "fwd.yaml")
-                    with open(cfg, "w") as f:
-                        f.write(appliance.bare_metal_config(["0000:3b:00.0", "0000:3b:00.1"], lcores,
-                                                            queues, huge, cpus=cpus,
-                                                            socket=os.path.join(t, "s")))
-                    ok, out = daemon.check(cfg)
-                    self.assertTrue(ok, out)
+                ok, out = self.fwd_check(lambda sock: appliance.bare_metal_config(
+                    ["0000:3b:00.0", "0000:3b:00.1"], lcores, queues, huge, cpus=cpus, socket=sock))
+                self.assertTrue(ok, out)
 
     @unittest.skipIf(not daemon.have_binaries(), "fwd is not built: run `cargo build --workspace --bins`")
     def test_fwd_check_refuses_a_broken_generated_config(self):
         # The check above can fail: a worker polling a queue the port lacks.
-        with tempfile.TemporaryDirectory() as t:
-            cfg = os.path.join(t, "fwd.yaml")
-            text = appliance.bare_metal_config(["0000:3b:00.0", "0000:3b:00.1"], [1, 2], 2, True,
-                                               cpus=[1, 1], socket=os.path.join(t, "s"))
-            with open(cfg, "w") as f:
-                f.write(text.replace("rx_queues: 2", "rx_queues: 1", 1))
-            ok, out = daemon.check(cfg)
-            self.assertFalse(ok, out)
+        ok, out = self.fwd_check(lambda sock: appliance.bare_metal_config(
+            ["0000:3b:00.0", "0000:3b:00.1"], [1, 2], 2, True, cpus=[1, 1], socket=sock
+        ).replace("rx_queues: 2", "rx_queues: 1", 1))
+        self.assertFalse(ok, out)
 
     @unittest.skipIf(not daemon.have_binaries(), "fwd is not built: run `cargo build --workspace --bins`")
     def test_the_command_line_writes_a_checked_config_and_the_batch(self):
