@@ -13,14 +13,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import lbr_trex_client  # noqa: F401  (first: puts `trex` on sys.path)
 from trex.stl.api import STLProfile
 
-from fwdtrex import appliance, daemon, pcapexport, plans
-from tests.test_replay import PROFILES, SKIP
+from fwdtrex import appliance, daemon, fwdstats, pcapexport, plans
+from tests.test_replay import PROFILES
+
+SKIP = daemon.why_not_runnable()
 
 FWD_TREX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fwd-trex")
 
@@ -56,26 +57,21 @@ class ReconfRecipe(unittest.TestCase):
             with daemon.Fwd(cfg, sock, t) as fwd:
                 before = fwd.stats()
                 for _ in range(3):
-                    fwd.fwdctl("-b", batches["routes"])
-                    fwd.fwdctl("-b", batches["rules"])
+                    fwd.ctl.run(["-b", batches["routes"]])
+                    fwd.ctl.run(["-b", batches["rules"]])
                 # Traffic flowed after the last change (a deadline, not a sleep
                 # that the result depends on).
                 mark = fwd.stats()["rx_packets"]
-                deadline = time.monotonic() + 120
-                while True:
-                    after = fwd.stats()
-                    if after["rx_packets"] > mark + 10_000:
-                        break
-                    self.assertLess(time.monotonic(), deadline, "the replay stopped")
-                    time.sleep(0.05)
-                rules = fwd.json("rule", "show")
+                after = fwd.wait_for(lambda s: s["rx_packets"] > mark + 10_000,
+                                     "10,000 more packets after the last change", timeout=120)
+                rules = fwd.ctl.json("rule", "show")
             fwd.stop()
             frames = pcapexport.read_pcap(wrong)
 
         self.assertEqual(len(rules), 500, "the last rule set is in place, whole")
-        self.assertEqual(daemon.drops(after), {}, "nothing dropped")
-        tx = daemon.port_tx(after)
-        self.assertGreater(tx[plans.PORTS[1]], daemon.port_tx(before)[plans.PORTS[1]])
+        self.assertEqual(fwdstats.drops(after), {}, "nothing dropped")
+        tx = fwdstats.port_tx(after)
+        self.assertGreater(tx[plans.PORTS[1]], fwdstats.port_tx(before)[plans.PORTS[1]])
         block = ipaddress.ip_network(plans.dst_block(4, 0))
         misrouted = [f for f in frames if len(f) >= 34 and f[12:14] == b"\x08\x00"
                      and ipaddress.ip_address(f[30:34]) in block]
