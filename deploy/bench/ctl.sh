@@ -8,6 +8,7 @@
 # Results go to bench-results/ctl.md.
 #
 #   deploy/bench/ctl.sh
+#   CTL_LINUX=0 deploy/bench/ctl.sh    # without the Linux references (tc -b takes minutes)
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -93,24 +94,29 @@ t_rules=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/rules.batch")
 nrules=$("$CTL" -s "$WORK/fwd.sock" --json rule show | grep -o '"priority"' | wc -l)
 stop_fwd
 
-ip netns add "$NS"
-ip -n "$NS" link add dummy0 type veth peer name dummy1  # no dummy module here
-ip -n "$NS" link set dummy1 up
-ip -n "$NS" addr add 10.0.1.1/24 dev dummy0
-ip -n "$NS" link set dummy0 up
-t_ip=$(secs ip -n "$NS" -batch "$WORK/routes.ip")
-tc -n "$NS" qdisc add dev dummy0 ingress
-# This kernel has no TC action modules (act_gact): the filters classify
-# (classid) instead of dropping, which is the same insert work.
-t_tc=$(secs tc -n "$NS" -b "$WORK/filters.tc")
-ntc=$(tc -n "$NS" filter show dev dummy0 ingress | grep -c "flowid")
+t_ip="(not run: CTL_LINUX=0)"
+t_tc="(not run: CTL_LINUX=0)"
+ntc="-"
+if [ "${CTL_LINUX:-1}" != 0 ]; then
+    ip netns add "$NS"
+    ip -n "$NS" link add dummy0 type veth peer name dummy1  # no dummy module here
+    ip -n "$NS" link set dummy1 up
+    ip -n "$NS" addr add 10.0.1.1/24 dev dummy0
+    ip -n "$NS" link set dummy0 up
+    t_ip=$(secs ip -n "$NS" -batch "$WORK/routes.ip")
+    tc -n "$NS" qdisc add dev dummy0 ingress
+    # This kernel has no TC action modules (act_gact): the filters classify
+    # (classid) instead of dropping, which is the same insert work.
+    t_tc=$(secs tc -n "$NS" -b "$WORK/filters.tc")
+    ntc=$(tc -n "$NS" filter show dev dummy0 ingress | grep -c "flowid")
+fi
 
 ratio=$(awk -v a="$t_busy" -v b="$t_alone" 'BEGIN { printf "%.2f", a / b }')
 del_ratio=$(awk -v a="$t_del_busy" -v b="$t_del_alone" 'BEGIN { printf "%.2f", a / b }')
 {
     echo "# Control plane: full-view route batch and 100k-rule batch through fwdctl"
     echo
-    echo "- command: \`deploy/bench/ctl.sh\`"
+    echo "- command: \`${CTL_LINUX:+CTL_LINUX=$CTL_LINUX }deploy/bench/ctl.sh\`"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk); kernel $(uname -r)"
     echo "- data: $NROUTES IPv4 prefixes (\$FWD_DATA/routing), each \`via 10.0.1.2 dev p1\`"

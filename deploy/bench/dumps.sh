@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Do dumps slow the writer? The full IPv4 view is loaded, then deleted in one
+# `fwdctl -b` batch, alone and while DUMPERS clients dump every route in a
+# loop; this build and BASELINE_FWD interleaved for ROUNDS rounds. Reports
+# the delete batch's wall time and the control lcore thread's CPU time
+# during it (perf stat -t), so that a slower batch can be told apart as the
+# writer starved of CPU (same CPU time, longer wall) or slowed down while it
+# runs (more CPU time: shared caches, allocator, cache lines).
+# Results go to bench-results/dumps.md.
+#
+#   deploy/bench/dumps.sh BASELINE_FWD [LABEL] [ROUNDS] [DUMPERS]
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+need_root
+BASE="${1:?usage: deploy/bench/dumps.sh BASELINE_FWD [LABEL] [ROUNDS] [DUMPERS]}"
+LABEL="${2:-$BASE}"
+ROUNDS="${3:-3}"
+DUMPERS="${4:-5}"
+OUT="${DUMPS_OUT:-$ROOT/bench-results/dumps.md}"
+find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
+command -v perf > /dev/null || { echo "$0: needs perf (linux-perf)" >&2; exit 1; }
+
+"$ROOT/deploy/setup.sh" > /dev/null
+build_release
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+CTL="$BIN/fwdctl"
+WORK="$(mktemp -d /tmp/fwd-dumps.XXXXXX)"
+P=""
+cleanup() {
+    pkill -f "$CTL -s $WORK/fwd.sock route show" 2> /dev/null || true
+    [ -n "$P" ] && kill -INT "$P" 2> /dev/null && wait "$P" 2> /dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+zcat "$FWD_DATA/routing/ipv4_fulltable_gaissmai.txt.gz" > "$WORK/v4.txt"
+awk '{print "route add " $1 " via 10.0.1.2 dev p1"}' "$WORK/v4.txt" > "$WORK/add"
+awk '{print "route del " $1}' "$WORK/v4.txt" > "$WORK/del"
+cat > "$WORK/fwd.yaml" <<YAML
+eal: {main_lcore: 0, memory_mb: 1024, file_prefix: dumps$$}
+ports:
+  - {name: p0, device: net_null0, addresses: [10.0.0.1/24]}
+  - {name: p1, device: net_null1, addresses: [10.0.1.1/24]}
+workers:
+  - {lcore: 1, rx: [{port: p0}, {port: p1}]}
+neighbours:
+  - {ip: 10.0.1.2, mac: "02:00:00:00:01:02", port: p1}
+control: {socket: $WORK/fwd.sock, cpu: 0}
+YAML
+
+# one FWD N: prints "WALL CPU" of the delete batch with N dumpers.
+one() {
+    "$1" "$WORK/fwd.yaml" > "$WORK/log" 2>&1 &
+    P=$!
+    for _ in $(seq 1 300); do
+        grep -q "forwarding with" "$WORK/log" && break
+        sleep 0.1
+    done
+    "$CTL" -s "$WORK/fwd.sock" -b "$WORK/add" > /dev/null
+    local i
+    for ((i = 0; i < $2; i++)); do
+        ( while "$CTL" -s "$WORK/fwd.sock" route show > /dev/null 2>&1; do :; done ) &
+    done
+    sleep 2
+    local tid
+    tid=$(ps -T -p "$P" -o spid=,comm= | awk '$2 == "fwd-control" {print $1}')
+    perf stat -e task-clock -t "$tid" -x, -o "$WORK/stat" 2> /dev/null &
+    local s=$!
+    sleep 0.3
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$CTL" -s "$WORK/fwd.sock" -b "$WORK/del" > /dev/null
+    t1=$(date +%s.%N)
+    kill -INT "$s"
+    wait "$s" || true
+    pkill -f "$CTL -s $WORK/fwd.sock route show" || true
+    kill -INT "$P"
+    wait "$P" || true
+    P=""
+    wait 2> /dev/null || true
+    awk -v a="$t0" -v b="$t1" -F, '/task-clock/ {printf "%.2f %.2f\n", b - a, $1 / 1000}' "$WORK/stat"
+}
+
+rows=""
+for ((r = 1; r <= ROUNDS; r++)); do
+    for side in this base; do
+        bin="$BIN/fwd"
+        [ "$side" = base ] && bin="$BASE"
+        read -r w0 c0 < <(one "$bin" 0)
+        read -r w1 c1 < <(one "$bin" "$DUMPERS")
+        ratio=$(awk -v a="$w1" -v b="$w0" 'BEGIN {printf "%.2f", a / b}')
+        rows="$rows| $r | $side | $w0 | $c0 | $w1 | $c1 | x$ratio |
+"
+    done
+done
+{
+    echo "# Dumps vs the writer: the full view deleted in one batch, alone and under $DUMPERS dumping clients"
+    echo
+    echo "- command: \`deploy/bench/dumps.sh $BASE \"$LABEL\" $ROUNDS $DUMPERS\`"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty'); baseline: $LABEL"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- $(wc -l < "$WORK/v4.txt") IPv4 routes (\$FWD_DATA/routing) added, then deleted by one \`fwdctl -b\`;"
+    echo "  the dumpers loop on \`fwdctl route show\`. The control lcore is on CPU 0, the worker on CPU 1."
+    echo "- wall: the delete's \`fwdctl -b\` (parse, send, apply, publish); control CPU: the fwd-control"
+    echo "  thread's task-clock over the same span (perf stat -t)."
+    echo
+    echo "| round | build | delete alone: wall s | control CPU s | with $DUMPERS dumpers: wall s | control CPU s | wall ratio |"
+    echo "|---|---|---|---|---|---|---|"
+    printf '%s' "$rows"
+} > "$OUT"
+cat "$OUT"
