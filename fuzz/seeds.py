@@ -68,7 +68,8 @@ def udp(sp, dp, data):
 
 
 def tcp(sp, dp, flags, data=b""):
-    return struct.pack("!HHIIBBHHH", sp, dp, 1, 0, 5 << 4, flags, 65535, 0, 0) + data
+    # Data offset 5 above the 12-bit flags field (AE/NS is bit 8).
+    return struct.pack("!HHIIHHHH", sp, dp, 1, 0, (5 << 12) | (flags & 0xFFF), 65535, 0, 0) + data
 
 
 def icmp(ty, code, rest, data):
@@ -82,6 +83,7 @@ def frames():
     out = {}
     out["udp4"] = eth(0x0800, v4(s4, d4, 17, l4_v4(s4, d4, 17, udp(1, 2, b"payload"), 6)))
     out["tcp4_syn"] = eth(0x0800, v4(s4, d4, 6, l4_v4(s4, d4, 6, tcp(1234, 80, 0x02), 16)))
+    out["tcp4_ae_syn"] = eth(0x0800, v4(s4, d4, 6, l4_v4(s4, d4, 6, tcp(1234, 80, 0x102), 16)))
     out["tcp4_opts_vlan"] = eth(0x0800, v4(s4, d4, 6, tcp(80, 1234, 0x18, b"GET /"),
                                            opts=bytes([1, 1, 0x94, 4, 0, 0, 0, 0])),
                                 vlans=[(0x8100, 5)])

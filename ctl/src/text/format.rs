@@ -7,10 +7,10 @@
 
 use std::fmt::{self, Display, Formatter};
 
-use super::parse::PROTOCOLS;
+use super::parse::{PROTOCOLS, TCP_FLAGS_ALL};
 use crate::wire::{
-    Action, Change, Family, Group, GroupMember, Masked, Neigh, Nexthop, PortRange, Rate, Route,
-    RouteDel, RouteFilter, RouteTarget, Rule, RuleMatch,
+    Action, Change, Family, Group, GroupMember, Masked, Masked16, Neigh, Nexthop, PortRange, Rate,
+    Route, RouteDel, RouteFilter, RouteTarget, Rule, RuleMatch,
 };
 
 impl Display for Change {
@@ -122,13 +122,14 @@ impl Display for ProtoText {
     }
 }
 
-/// TCP flags as hex: `0x12`, or `0x02/0x12` with a mask.
-struct HexMasked(Masked);
+/// TCP flags as hex: `0x12` (exact: all 12 bits), or `0x02/0x12` with a
+/// mask (`0x12/0xff` leaves AE and the reserved bits free).
+struct HexMasked(Masked16);
 
 impl Display for HexMasked {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let Masked { value, mask } = self.0;
-        if mask == 0xff {
+        let Masked16 { value, mask } = self.0;
+        if mask == TCP_FLAGS_ALL {
             write!(f, "{value:#04x}")
         } else {
             write!(f, "{value:#04x}/{mask:#04x}")

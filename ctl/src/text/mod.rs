@@ -35,7 +35,7 @@ Commands (OBJECT VERB ARGS; a missing VERB means show):
   rule del [id] N | rule flush | rule show [[id] N] | rule counters [[id] N]
       MATCH   src PREFIX | dst PREFIX | proto NAME|N[/MASK] | sport P[-P]
               | dport P[-P] | iif PORT | vlan N | dscp N|ef|csN|afNN
-              | tcp_flags syn,ack|N[/MASK]
+              | tcp_flags syn,ack,ae|N[/MASK] (12 bits, 0..=0xfff)
       ACTION  permit | drop | count | redirect PORT | mirror PORT | nexthop ID
               | table N | police rate 10mbit|1000pps burst 64k|N
               | set-dscp N | mark N

@@ -9,8 +9,8 @@ use std::net::IpAddr;
 
 use crate::wire::{
     parse_addr, Action, Address, Change, Direction, Family, Group, GroupMember, IpNet, Mac, Masked,
-    Neigh, NextHopSpec, Nexthop, Police, PortRange, Rate, Request, Route, RouteDel, RouteFilter,
-    RouteTarget, Rule, RuleMatch, MAX_CAPTURE_PACKETS, MAX_CAPTURE_RATE, MAX_SNAPLEN,
+    Masked16, Neigh, NextHopSpec, Nexthop, Police, PortRange, Rate, Request, Route, RouteDel,
+    RouteFilter, RouteTarget, Rule, RuleMatch, MAX_CAPTURE_PACKETS, MAX_CAPTURE_RATE, MAX_SNAPLEN,
     MAX_TRACE_PACKETS,
 };
 
@@ -821,7 +821,7 @@ fn match_word(w: &mut Words<'_, '_>, k: &str, m: &mut RuleMatch) -> Result<bool,
         }
         "proto" | "ip_proto" => {
             let v = w.value(k)?;
-            let p = masked(w, k, v, proto_number)?;
+            let p = masked(w, k, v)?;
             w.set(&mut m.proto, k, p)?;
         }
         "sport" | "src_port" => {
@@ -850,7 +850,7 @@ fn match_word(w: &mut Words<'_, '_>, k: &str, m: &mut RuleMatch) -> Result<bool,
         }
         "tcp_flags" | "flags" => {
             let v = w.value(k)?;
-            let f = masked(w, k, v, tcp_flag_bits)?;
+            let f = flags_masked(w, k, v)?;
             w.set(&mut m.tcp_flags, k, f)?;
         }
         _ => return Ok(false),
@@ -1041,42 +1041,56 @@ fn port_range(w: &Words<'_, '_>, kw: &str, v: &str) -> Result<PortRange, ParseEr
     }
 }
 
-/// `VALUE[/MASK]` where each side is a number or, via `named`, a name; no
-/// mask means exact (0xff). Value bits outside the mask are an error.
-fn masked(
+/// `VALUE[/MASK]` where each side is a number `0..=max` or, via `named`, a
+/// name; no mask means exact (`max`, all bits). Value bits outside the mask
+/// are an error.
+fn masked_bits(
     w: &Words<'_, '_>,
     kw: &str,
     v: &str,
-    named: fn(&str) -> Option<u8>,
-) -> Result<Masked, ParseError> {
+    max: u16,
+    named: fn(&str) -> Option<u16>,
+) -> Result<(u16, u16), ParseError> {
     let (val, mask) = v.split_once('/').map_or((v, None), |(a, b)| (a, Some(b)));
     let side = |s: &str| {
         uint(s)
-            .filter(|&x| x <= 0xff)
-            .map(|x| x as u8)
+            .filter(|&x| x <= u64::from(max))
+            .map(|x| x as u16)
             .or_else(|| named(s))
     };
-    let value = side(val).ok_or_else(|| {
+    let bad = |s: &str| {
         w.invalid(
             kw,
             v,
-            format_args!("'{val}' is not a number 0..=255 or a known name"),
+            format_args!("'{s}' is not a number 0..={max:#x} or a known name"),
         )
-    })?;
+    };
+    let value = side(val).ok_or_else(|| bad(val))?;
     let mask = match mask {
-        None => 0xff,
-        Some(m) => side(m).ok_or_else(|| {
-            w.invalid(
-                kw,
-                v,
-                format_args!("'{m}' is not a number 0..=255 or a known name"),
-            )
-        })?,
+        None => max,
+        Some(m) => side(m).ok_or_else(|| bad(m))?,
     };
     if value & !mask != 0 {
         return Err(w.invalid(kw, v, "the value has bits outside the mask"));
     }
-    Ok(Masked { value, mask })
+    Ok((value, mask))
+}
+
+/// A masked byte (`proto`): numbers 0..=0xff or protocol names.
+fn masked(w: &Words<'_, '_>, kw: &str, v: &str) -> Result<Masked, ParseError> {
+    let (value, mask) = masked_bits(w, kw, v, 0xff, |s| proto_number(s).map(u16::from))?;
+    // masked_bits keeps both within 0xff.
+    Ok(Masked {
+        value: value as u8,
+        mask: mask as u8,
+    })
+}
+
+/// The 12-bit TCP flags field: numbers 0..=0xfff or flag names; no mask
+/// means all 12 bits.
+fn flags_masked(w: &Words<'_, '_>, kw: &str, v: &str) -> Result<Masked16, ParseError> {
+    let (value, mask) = masked_bits(w, kw, v, TCP_FLAGS_ALL, tcp_flag_bits)?;
+    Ok(Masked16 { value, mask })
 }
 
 /// IP protocol numbers by name.
@@ -1098,8 +1112,12 @@ fn proto_number(s: &str) -> Option<u8> {
     PROTOCOLS.iter().find(|(n, _)| *n == s).map(|p| p.1)
 }
 
-/// TCP flag bits by name.
-pub(crate) const TCP_FLAGS: [(&str, u8); 8] = [
+/// The TCP flags field: 12 bits below the data offset.
+pub(crate) const TCP_FLAGS_ALL: u16 = 0xfff;
+
+/// TCP flag bits by name (`ae` is bit 8, RFC 9768's Accurate ECN bit,
+/// RFC 3540's `ns`; bits 9..=11 are reserved and have no name).
+pub(crate) const TCP_FLAGS: [(&str, u16); 10] = [
     ("fin", 0x01),
     ("syn", 0x02),
     ("rst", 0x04),
@@ -1108,10 +1126,12 @@ pub(crate) const TCP_FLAGS: [(&str, u8); 8] = [
     ("urg", 0x20),
     ("ece", 0x40),
     ("cwr", 0x80),
+    ("ae", 0x100),
+    ("ns", 0x100),
 ];
 
 /// `syn`, `syn,ack`, `syn|ack`.
-fn tcp_flag_bits(s: &str) -> Option<u8> {
+fn tcp_flag_bits(s: &str) -> Option<u16> {
     let mut bits = 0;
     for name in s.split([',', '|']) {
         bits |= TCP_FLAGS.iter().find(|(n, _)| *n == name)?.1;

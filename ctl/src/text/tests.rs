@@ -282,7 +282,7 @@ fn rules() {
                 in_port: Some("p1".into()),
                 vlan: Some(100),
                 dscp: Some(46),
-                tcp_flags: Some(Masked {
+                tcp_flags: Some(Masked16 {
                     value: 0x02,
                     mask: 0x12
                 }),
@@ -415,6 +415,36 @@ fn vrf_is_not_a_second_word_for_table() {
 }
 
 #[test]
+fn tcp_flags_cover_the_12_bit_field() {
+    let flags = |s: &str| match chg(s) {
+        Change::RuleAdd(r) => r.matches.tcp_flags,
+        c => panic!("{s}: {c:?}"),
+    };
+    let m = |value, mask| Some(Masked16 { value, mask });
+    assert_eq!(
+        flags("rule add prio 1 tcp_flags ae action drop"),
+        m(0x100, 0xfff)
+    );
+    assert_eq!(
+        flags("rule add prio 1 tcp_flags ns/ns action drop"),
+        m(0x100, 0x100)
+    );
+    assert_eq!(
+        flags("rule add prio 1 tcp_flags syn/syn,ack,ae action drop"),
+        m(0x002, 0x112)
+    );
+    assert_eq!(
+        flags("rule add prio 1 tcp_flags 0x800/0xf00 action drop"),
+        m(0x800, 0xf00)
+    );
+    // Without a mask a value is exact over all 12 bits, and prints bare.
+    assert_eq!(
+        flags("rule add prio 1 tcp_flags 0x12 action drop"),
+        m(0x12, 0xfff)
+    );
+}
+
+#[test]
 fn bad_rules_name_the_word() {
     bad("rule add prio 10 dport 90-80 action drop", "90-80");
     bad("rule add prio 10 dport 70000 action drop", "70000");
@@ -423,6 +453,13 @@ fn bad_rules_name_the_word() {
     bad("rule add prio 10 proto 7/0x06 action drop", "7/0x06");
     bad("rule add prio 10 tcp_flags syn/ack action drop", "syn/ack");
     bad("rule add prio 10 tcp_flags sin action drop", "sin");
+    // Past the 12-bit field, as value or as mask.
+    bad("rule add prio 10 tcp_flags 0x1000 action drop", "0x1000");
+    bad(
+        "rule add prio 10 tcp_flags 0x100/0x1100 action drop",
+        "0x100/0x1100",
+    );
+    bad("rule add prio 10 tcp_flags 4096 action drop", "4096");
     bad("rule add prio 10 vlan 4096 action drop", "4096");
     bad("rule add prio 10 dscp 64 action drop", "64");
     bad("rule add prio 10 dscp af44 action drop", "af44");
@@ -690,6 +727,10 @@ fn canonical_text_round_trips() {
         "rule add prio 10 action count continue",
         "rule add prio 10 dport 22 action mirror p3 set-dscp 0 mark 1 continue",
         "rule replace id 7 prio 3 tcp_flags 0x12 action permit",
+        "rule add prio 3 tcp_flags 0x100/0x100 action drop",
+        "rule add prio 3 tcp_flags 0x12/0xff action drop",
+        "rule add prio 3 tcp_flags 0x102/0xf02 action drop",
+        "rule add prio 3 tcp_flags 0xfff action drop",
         "rule del id 7",
         "rule flush",
         "route add 10.0.0.0/8 table 5 via 10.0.1.2 dev p1",
@@ -1018,7 +1059,11 @@ impl Rng {
             m.dscp = Some(self.below(64) as u8);
         }
         if self.coin() {
-            m.tcp_flags = Some(self.masked());
+            let mask = self.next() as u16 & 0xfff;
+            m.tcp_flags = Some(Masked16 {
+                value: self.next() as u16 & mask,
+                mask,
+            });
         }
         Rule {
             id: (id || self.coin()).then(|| self.next() as u32),

@@ -417,9 +417,11 @@ pub struct RuleMatch {
     /// 0..=63.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dscp: Option<u8>,
-    /// TCP flags byte (CWR ECE URG ACK PSH RST SYN FIN), `x & mask == value`.
+    /// TCP flags, the 12-bit field below the data offset (3 reserved bits,
+    /// AE/NS, CWR ECE URG ACK PSH RST SYN FIN), `x & mask == value`; value
+    /// and mask at most 0xfff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tcp_flags: Option<Masked>,
+    pub tcp_flags: Option<Masked16>,
 }
 
 impl RuleMatch {
@@ -435,6 +437,14 @@ impl RuleMatch {
 pub struct Masked {
     pub value: u8,
     pub mask: u8,
+}
+
+/// `x & mask == value` on a 16-bit field (the TCP flags: at most 0xfff).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Masked16 {
+    pub value: u16,
+    pub mask: u16,
 }
 
 /// Inclusive port range; `lo <= hi`.

@@ -112,7 +112,7 @@ fn full_rule() -> Rule {
             in_port: Some("p1".into()),
             vlan: Some(100),
             dscp: Some(46),
-            tcp_flags: Some(Masked { value: 2, mask: 18 }),
+            tcp_flags: Some(Masked16 { value: 2, mask: 18 }),
         },
         actions: vec![
             Action::Count,

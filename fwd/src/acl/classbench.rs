@@ -7,14 +7,15 @@
 //! `n`, so line 1 has the highest precedence; actions are empty (Permit).
 //!
 //! Flags: ClassBench's 16-bit `value/mask` is read as TCP header bytes 12-13
-//! (data offset, reserved, NS | CWR ECE URG ACK PSH RST SYN FIN). The key
-//! carries only the flags byte, so the low byte becomes the rule's
-//! `tcp_flags` match and constraints on the high byte are dropped (e.g.
-//! `0x1000/0x1000` becomes a wildcard, `0x0303/0xffff` becomes `0x03/0xff`).
+//! (data offset, reserved, AE/NS | CWR ECE URG ACK PSH RST SYN FIN). The key
+//! carries the 12-bit flags field (`TCP_FLAGS_MAX`), so the low 12 bits
+//! become the rule's `tcp_flags` match and constraints on the data offset
+//! (the top 4 bits) are dropped (e.g. `0x1000/0x1000` becomes a wildcard,
+//! `0x0303/0xffff` becomes `0x303/0xfff`).
 //! The 7-field trace's flags column holds the generating rule's flags as
 //! `value << 16 | mask` (e.g. `0x10001000` for `0x1000/0x1000`; wildcards
 //! give 0 or `0xffffffff`), so the header's 16-bit flags are its high half
-//! and `tcp_flags = (flags >> 16) & 0xff`.
+//! and `tcp_flags = (flags >> 16) & 0xfff`.
 //!
 //! Traces: 7 TAB fields `src dst sport dport proto flags rule` where `rule`
 //! is the 0-based *generating* rule (not necessarily the first match), or 6
@@ -23,7 +24,9 @@
 
 use std::net::Ipv4Addr;
 
-use super::rule::{IpPrefix, Key, Masked8, PortRange, Rule, RuleId, RuleMatch};
+use super::rule::{
+    IpPrefix, Key, Masked16, Masked8, PortRange, Rule, RuleId, RuleMatch, TCP_FLAGS_MAX,
+};
 
 /// A parse failure, naming the 1-based line.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -114,12 +117,12 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, ParseError> {
         );
         let flags = if t.len() == 10 {
             let (v, m) = masked(t[9], line, "flags")?;
-            Masked8 {
-                value: (v & m & 0xFF) as u8,
-                mask: (m & 0xFF) as u8,
+            Masked16 {
+                value: v & m & TCP_FLAGS_MAX,
+                mask: m & TCP_FLAGS_MAX,
             }
         } else {
-            Masked8::ANY
+            Masked16::ANY
         };
         let id = out.len() as RuleId;
         let r = Rule {
@@ -187,7 +190,7 @@ pub fn parse_trace(text: &str) -> Result<Vec<TraceEntry>, ParseError> {
             sport: num(t[2], line, "source port")?,
             dport: num(t[3], line, "destination port")?,
             proto: num(t[4], line, "protocol")?,
-            tcp_flags: ((flags >> 16) & 0xFF) as u8,
+            tcp_flags: ((flags >> 16) & u64::from(TCP_FLAGS_MAX)) as u16,
             ..Key::default()
         };
         out.push(TraceEntry { key, tag });
@@ -208,9 +211,9 @@ mod tests {
         assert_eq!(r[0].matches.dport, PortRange::exact(1704));
         assert_eq!(
             r[0].matches.tcp_flags,
-            Masked8 {
-                value: 3,
-                mask: 0xff
+            Masked16 {
+                value: 0x303,
+                mask: 0xfff
             }
         );
         // Host bits are rejected, with the line number.
@@ -233,7 +236,7 @@ mod tests {
         assert_eq!(t[0].key.dport, 80);
         assert_eq!(t[0].key.tcp_flags, 0);
         let icmp = parse_trace("1\t2\t3\t4\t1\t50593791\t7\n").unwrap();
-        assert_eq!(icmp[0].key.tcp_flags, 0x03);
+        assert_eq!(icmp[0].key.tcp_flags, 0x303);
         assert_eq!(t[1].tag, TraceTag::NoMatch);
         assert_eq!(t[2].tag, TraceTag::FirstMatch(11));
         assert!(parse_trace("1 2 3\n").is_err());

@@ -88,13 +88,17 @@ impl Base {
     }
 }
 
-/// Best base index over a family's trees.
+/// Best base index over a family's trees; with `lo`, among indexes `>= lo`
+/// only (rules after a given one in precedence order). Always inlined, so
+/// [`Classifier::classify`]'s `None` folds away and the first lookup pays
+/// nothing for the continued one.
 #[inline(always)]
 fn lookup_trees<const D: usize, const B: usize>(
     trees: &[Tree<D, B>],
     p: &[i32; D],
     ex: u64,
     dead: Option<&[u64]>,
+    lo: Option<u32>,
 ) -> Option<u32> {
     let mut best = u32::MAX;
     for t in trees {
@@ -102,30 +106,11 @@ fn lookup_trees<const D: usize, const B: usize>(
             break;
         }
         let leaf = t.descend(p);
-        if let Some(i) = t.scan_leaf(leaf, p, ex, dead, best) {
-            best = i;
-        }
-    }
-    (best != u32::MAX).then_some(best)
-}
-
-/// Best base index over a family's trees among indexes `>= lo` (rules
-/// after a given one in precedence order).
-#[inline]
-fn lookup_trees_from<const D: usize, const B: usize>(
-    trees: &[Tree<D, B>],
-    p: &[i32; D],
-    ex: u64,
-    dead: Option<&[u64]>,
-    lo: u32,
-) -> Option<u32> {
-    let mut best = u32::MAX;
-    for t in trees {
-        if t.first_idx() >= best {
-            break;
-        }
-        let leaf = t.descend(p);
-        if let Some(i) = t.scan_leaf_from(leaf, p, ex, dead, lo, best) {
+        let found = match lo {
+            None => t.scan_leaf(leaf, p, ex, dead, best),
+            Some(lo) => t.scan_leaf_from(leaf, p, ex, dead, lo, best),
+        };
+        if let Some(i) = found {
             best = i;
         }
     }
@@ -304,9 +289,9 @@ impl Classifier {
     pub fn classify(&self, k: &Key) -> Option<&RuleEntry> {
         let dead = self.dead();
         let b = if k.is_v6 {
-            lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead)
+            lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, None)
         } else {
-            lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead)
+            lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead, None)
         };
         self.finish(k, b)
     }
@@ -323,9 +308,9 @@ impl Classifier {
         let dead = self.dead();
         let lo = self.base.orders.partition_point(|&o| o <= after) as u32;
         let b = if k.is_v6 {
-            lookup_trees_from(&self.base.v6, &point6(k), exact_word(k), dead, lo)
+            lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, Some(lo))
         } else {
-            lookup_trees_from(&self.base.v4, &point4(k), exact_word(k), dead, lo)
+            lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead, Some(lo))
         };
         let base = b.map(|i| &*self.base.entries[i as usize]);
         if self.overlay.is_empty() {
@@ -383,7 +368,9 @@ impl Classifier {
             }
             if any_v6 {
                 for (i, k) in kc.iter().enumerate().filter(|(_, k)| k.is_v6) {
-                    if let Some(b) = lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead) {
+                    if let Some(b) =
+                        lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, None)
+                    {
                         best[i] = b;
                     }
                 }

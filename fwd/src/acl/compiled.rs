@@ -6,7 +6,7 @@
 //!   tree, plus the two fields a box cannot express exactly (`proto` and
 //!   `tcp_flags` under arbitrary masks), which the leaf checks separately.
 
-use super::rule::{prefix_mask, Family, Key, Masked8, PortRange, RuleMatch};
+use super::rule::{prefix_mask, Family, Key, Masked16, Masked8, PortRange, RuleMatch};
 
 /// A match with precomputed masks.
 #[derive(Clone, Copy, Debug)]
@@ -17,7 +17,7 @@ pub(crate) struct Compiled {
     pub dmask: u128,
     pub fam: Family,
     pub proto: Masked8,
-    pub flags: Masked8,
+    pub flags: Masked16,
     pub sport: PortRange,
     pub dport: PortRange,
     /// `in_port`, `vlan`, `dscp` as (value, care) pairs.
@@ -92,7 +92,7 @@ pub(crate) struct BoxRule<const D: usize> {
     pub lo: [u32; D],
     pub hi: [u32; D],
     pub proto: Masked8,
-    pub flags: Masked8,
+    pub flags: Masked16,
     /// Index of the rule in the base's entry list (for the dead bitmap).
     pub idx: u32,
 }
@@ -205,14 +205,15 @@ pub(crate) const B4: usize = 4;
 pub(crate) const B6: usize = 10;
 
 /// The exact-or-masked fields of a key in one word, for the leaf check:
-/// proto | tcp_flags << 8 | in_port << 16 | vlan << 32 | dscp << 48.
+/// proto | dscp << 8 | in_port << 16 | vlan << 32 | tcp_flags << 48 (the
+/// 12-bit flags field takes bits 48..60).
 #[inline(always)]
 pub(crate) fn exact_word(k: &Key) -> u64 {
     k.proto as u64
-        | (k.tcp_flags as u64) << 8
+        | (k.dscp as u64) << 8
         | (k.in_port as u64) << 16
         | (k.vlan as u64) << 32
-        | (k.dscp as u64) << 48
+        | (k.tcp_flags as u64) << 48
 }
 
 /// A rule as a leaf checks it: the first `B` box dimensions as ranges
@@ -248,12 +249,12 @@ impl<const B: usize> LeafRule<B> {
         };
         let (ip, ipm) = ex(B + 1, 16, 0xFFFF);
         let (vl, vlm) = ex(B + 2, 32, 0xFFFF);
-        let (ds, dsm) = ex(B + 3, 48, 0xFF);
+        let (ds, dsm) = ex(B + 3, 8, 0xFF);
         LeafRule {
             lo,
             hi,
-            val: b.proto.value as u64 | (b.flags.value as u64) << 8 | ip | vl | ds,
-            mask: b.proto.mask as u64 | (b.flags.mask as u64) << 8 | ipm | vlm | dsm,
+            val: b.proto.value as u64 | (b.flags.value as u64) << 48 | ip | vl | ds,
+            mask: b.proto.mask as u64 | (b.flags.mask as u64) << 48 | ipm | vlm | dsm,
             idx: b.idx,
         }
     }

@@ -139,8 +139,8 @@ pub use classifier::{
 pub use counters::{CounterSet, CounterWriter, RuleStats};
 pub use reference::{effective, first_match, Linear};
 pub use rule::{
-    order_key, validate_actions, Action, Family, IpPrefix, Key, Masked8, PoliceRate, PortRange,
-    Rule, RuleError, RuleId, RuleMatch, MAX_ACTIONS, VLAN_NONE,
+    order_key, validate_actions, Action, Family, IpPrefix, Key, Masked16, Masked8, PoliceRate,
+    PortRange, Rule, RuleError, RuleId, RuleMatch, MAX_ACTIONS, TCP_FLAGS_MAX, VLAN_NONE,
 };
 pub use tree::{TreeParams, TreeStats};
 

@@ -158,8 +158,11 @@ impl Tuple {
         self.rules.first().map_or(u64::MAX, |r| r.order)
     }
 
-    #[inline]
-    fn lookup(&self, k: &Key, ports: u64, bound: u64) -> Option<&OvRule> {
+    /// First rule of the key's bucket with order `< bound` that matches;
+    /// with `after`, only rules with order `> after` (the continued lookup).
+    /// Always inlined, so the first lookup's `None` folds away.
+    #[inline(always)]
+    fn lookup(&self, k: &Key, ports: u64, after: Option<u64>, bound: u64) -> Option<&OvRule> {
         let nb = self.heads.len() - 1;
         let b = (self.hash(k.src, k.dst, ports) & (nb as u64 - 1)) as usize;
         let (s, e) = (self.heads[b] as usize, self.heads[b + 1] as usize);
@@ -168,27 +171,7 @@ impl Tuple {
             if r.order >= bound {
                 return None;
             }
-            if r.c.matches(k) {
-                return Some(r);
-            }
-        }
-        None
-    }
-}
-
-impl Tuple {
-    /// [`Tuple::lookup`] over rules with order in `(after, bound)`.
-    #[inline]
-    fn lookup_after(&self, k: &Key, ports: u64, after: u64, bound: u64) -> Option<&OvRule> {
-        let nb = self.heads.len() - 1;
-        let b = (self.hash(k.src, k.dst, ports) & (nb as u64 - 1)) as usize;
-        let (s, e) = (self.heads[b] as usize, self.heads[b + 1] as usize);
-        for &i in &self.slots[s..e] {
-            let r = &self.rules[i as usize];
-            if r.order >= bound {
-                return None;
-            }
-            if r.order > after && r.c.matches(k) {
+            if after.is_none_or(|a| r.order > a) && r.c.matches(k) {
                 return Some(r);
             }
         }
@@ -267,11 +250,8 @@ impl Overlay {
                 continue;
             }
             let found = match after {
-                None => t.lookup(k, ports, bound),
-                Some(after) if t.rules.last().is_some_and(|r| r.order > after) => {
-                    t.lookup_after(k, ports, after, bound)
-                }
-                Some(_) => None,
+                Some(a) if t.rules.last().is_none_or(|r| r.order <= a) => None,
+                _ => t.lookup(k, ports, after, bound),
             };
             if let Some(r) = found {
                 bound = r.order;
@@ -303,7 +283,7 @@ impl Overlay {
                     continue;
                 }
                 let ports = k.sport as u64 | (k.dport as u64) << 16 | (k.proto as u64) << 32;
-                if let Some(r) = t.lookup(k, ports, *b) {
+                if let Some(r) = t.lookup(k, ports, None, *b) {
                     *b = r.order;
                     *h = Some(r);
                 }

@@ -108,6 +108,29 @@ impl Masked8 {
     }
 }
 
+/// The TCP flags field: the 12 bits after the data offset (RFC 9293's
+/// 4-bit data offset is the top of the same 16-bit word). Bits 0..=7 are
+/// FIN SYN RST PSH ACK URG ECE CWR, bit 8 is AE (Accurate ECN, RFC 9768;
+/// it was NS, RFC 3540) and bits 9..=11 are reserved. The whole 12-bit
+/// field is kept, as Open vSwitch (`tcp_flags`) and Linux flower
+/// (`TCA_FLOWER_KEY_TCP_FLAGS`) do: a rule can then also catch packets with
+/// reserved bits set, which a 9-bit field would silently ignore.
+pub const TCP_FLAGS_MAX: u16 = 0x0FFF;
+
+/// `value/mask` match on a 16-bit field: matches when `x & mask == value`.
+/// `mask == 0` is the wildcard. Used for [`RuleMatch::tcp_flags`], whose
+/// value and mask must stay within [`TCP_FLAGS_MAX`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Masked16 {
+    pub value: u16,
+    pub mask: u16,
+}
+
+impl Masked16 {
+    /// Wildcard.
+    pub const ANY: Masked16 = Masked16 { value: 0, mask: 0 };
+}
+
 /// What a rule matches. Every field defaults to the wildcard.
 ///
 /// Address family: a rule whose `src` and `dst` are both `None` matches IPv4
@@ -126,9 +149,10 @@ pub struct RuleMatch {
     pub vlan: Option<u16>,
     /// DSCP (0..=63).
     pub dscp: Option<u8>,
-    /// TCP flags byte (CWR ECE URG ACK PSH RST SYN FIN); the key carries 0 for
+    /// TCP flags, the 12-bit field of [`TCP_FLAGS_MAX`] (AE/NS, CWR ECE URG
+    /// ACK PSH RST SYN FIN and three reserved bits); the key carries 0 for
     /// non-TCP packets.
-    pub tcp_flags: Masked8,
+    pub tcp_flags: Masked16,
 }
 
 /// Address family a rule applies to.
@@ -291,8 +315,17 @@ pub enum RuleError {
     #[error("{field}: value {value:#x} has bits outside mask {mask:#x}")]
     ValueOutsideMask {
         field: &'static str,
-        value: u8,
-        mask: u8,
+        value: u16,
+        mask: u16,
+    },
+    #[error(
+        "{field}: {value:#x}/{mask:#x} has bits above the 12-bit TCP flags field (max {max:#x})"
+    )]
+    FlagsTooWide {
+        field: &'static str,
+        value: u16,
+        mask: u16,
+        max: u16,
     },
     #[error("vlan {0} out of range 0..=4095")]
     Vlan(u16),
@@ -324,13 +357,9 @@ fn check_prefix(field: &'static str, p: IpPrefix) -> Result<(), RuleError> {
     Ok(())
 }
 
-fn check_masked(field: &'static str, m: Masked8) -> Result<(), RuleError> {
-    if m.value & !m.mask != 0 {
-        return Err(RuleError::ValueOutsideMask {
-            field,
-            value: m.value,
-            mask: m.mask,
-        });
+fn check_masked(field: &'static str, value: u16, mask: u16) -> Result<(), RuleError> {
+    if value & !mask != 0 {
+        return Err(RuleError::ValueOutsideMask { field, value, mask });
     }
     Ok(())
 }
@@ -358,8 +387,17 @@ impl RuleMatch {
                 });
             }
         }
-        check_masked("proto", self.proto)?;
-        check_masked("tcp_flags", self.tcp_flags)?;
+        check_masked("proto", self.proto.value.into(), self.proto.mask.into())?;
+        let Masked16 { value, mask } = self.tcp_flags;
+        if (value | mask) & !TCP_FLAGS_MAX != 0 {
+            return Err(RuleError::FlagsTooWide {
+                field: "tcp_flags",
+                value,
+                mask,
+                max: TCP_FLAGS_MAX,
+            });
+        }
+        check_masked("tcp_flags", value, mask)?;
         if let Some(v) = self.vlan {
             if v > 4095 {
                 return Err(RuleError::Vlan(v));
@@ -450,8 +488,8 @@ impl Rule {
 /// The packet fields the classifier looks at. Built by the parser stage.
 ///
 /// Addresses are host-order integers; IPv4 addresses live in the low 32 bits
-/// (`is_v6 == false`). Ports are 0 for protocols without ports, `tcp_flags` is
-/// 0 for non-TCP packets, `vlan` is [`VLAN_NONE`] when untagged.
+/// (`is_v6 == false`). Ports are 0 for protocols without ports, `tcp_flags`
+/// (12 bits, see [`TCP_FLAGS_MAX`]) is 0 for non-TCP packets, `vlan` is [`VLAN_NONE`] when untagged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     pub src: u128,
@@ -463,7 +501,7 @@ pub struct Key {
     pub in_port: u16,
     pub vlan: u16,
     pub dscp: u8,
-    pub tcp_flags: u8,
+    pub tcp_flags: u16,
 }
 
 impl Default for Key {
@@ -621,7 +659,7 @@ mod tests {
             Err(RuleError::ValueOutsideMask { field: "proto", .. })
         ));
         let m = RuleMatch {
-            tcp_flags: Masked8 {
+            tcp_flags: Masked16 {
                 value: 0x12,
                 mask: 0x02,
             },
@@ -634,6 +672,47 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn tcp_flags_beyond_12_bits_refused() {
+        for (value, mask) in [(0x1000, 0x1000), (0, 0x1FFF), (0, 0x8000)] {
+            let m = RuleMatch {
+                tcp_flags: Masked16 { value, mask },
+                ..RuleMatch::default()
+            };
+            let e = m.validate().unwrap_err();
+            assert!(matches!(e, RuleError::FlagsTooWide { .. }), "{e:?}");
+            assert!(e.to_string().contains("12-bit"), "{e}");
+        }
+        let full = RuleMatch {
+            tcp_flags: Masked16 {
+                value: 0x0FFF,
+                mask: 0x0FFF,
+            },
+            ..RuleMatch::default()
+        };
+        assert_eq!(full.validate(), Ok(()));
+    }
+
+    #[test]
+    fn tcp_flags_match_sees_ae_bit() {
+        // AE/NS (bit 8) alone, masked over the high bits only.
+        let m = RuleMatch {
+            tcp_flags: Masked16 {
+                value: 0x100,
+                mask: 0xF00,
+            },
+            ..RuleMatch::default()
+        };
+        let k = |f: u16| Key {
+            tcp_flags: f,
+            ..Key::v4(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST, 6, 1, 2)
+        };
+        assert!(m.matches(&k(0x100)));
+        assert!(m.matches(&k(0x1FF)));
+        assert!(!m.matches(&k(0x0FF)));
+        assert!(!m.matches(&k(0x300)));
     }
 
     #[test]

@@ -68,6 +68,20 @@ fn masked(vals: Vec<u8>) -> impl Strategy<Value = Masked8> {
     ]
 }
 
+/// TCP flags matches over the 12-bit field: exact values with and without
+/// AE/NS and reserved bits, masks over the high bits, arbitrary masks.
+fn flags_masked() -> impl Strategy<Value = Masked16> {
+    prop_oneof![
+        3 => Just(Masked16::ANY),
+        2 => prop::sample::select(vec![0x002u16, 0x012, 0x010, 0x102, 0x100, 0x800])
+            .prop_map(|v| Masked16 { value: v, mask: TCP_FLAGS_MAX }),
+        1 => prop::sample::select(vec![0x100u16, 0x000, 0xF00])
+            .prop_map(|v| Masked16 { value: v, mask: 0xF00 }),
+        1 => (0..=TCP_FLAGS_MAX, 0..=TCP_FLAGS_MAX)
+            .prop_map(|(v, m)| Masked16 { value: v & m, mask: m }),
+    ]
+}
+
 fn rule_match() -> impl Strategy<Value = RuleMatch> {
     let addrs = prop_oneof![
         6 => (prop::option::of(v4_prefix()), prop::option::of(v4_prefix())),
@@ -82,7 +96,7 @@ fn rule_match() -> impl Strategy<Value = RuleMatch> {
         prop::option::of(0u16..3),
         prop::option::of(prop::sample::select(vec![0u16, 1, 4095])),
         prop::option::of(0u8..3),
-        masked(vec![0x02, 0x12, 0x10]),
+        flags_masked(),
     )
         .prop_map(
             |((src, dst), proto, sport, dport, in_port, vlan, dscp, tcp_flags)| {
@@ -179,7 +193,10 @@ fn key() -> impl Strategy<Value = Key> {
         0u16..3,
         prop::sample::select(vec![0u16, 1, 4095, VLAN_NONE]),
         0u8..3,
-        any::<u8>(),
+        prop_oneof![
+            2 => prop::sample::select(vec![0u16, 0x002, 0x012, 0x010, 0x102, 0x100, 0x800]),
+            1 => 0..=TCP_FLAGS_MAX,
+        ],
     )
         .prop_map(
             |((src, dst, is_v6), proto, sport, dport, in_port, vlan, dscp, tcp_flags)| Key {
@@ -836,7 +853,8 @@ fn point_in_rule(r: &Rule, rng: &mut SplitMix) -> Key {
         } else {
             m.proto.value
         },
-        tcp_flags: (m.tcp_flags.value & m.tcp_flags.mask) | (rng.next() as u8 & !m.tcp_flags.mask),
+        tcp_flags: (m.tcp_flags.value & m.tcp_flags.mask)
+            | (rng.next() as u16 & !m.tcp_flags.mask & TCP_FLAGS_MAX),
         ..Key::default()
     }
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use fwd::acl::{
     parse_rules, parse_trace, Classifier, ClassifierWriter, Config, IpPrefix, Key, Linear, Rule,
-    RuleMatch, TraceTag, Update,
+    RuleMatch, TraceTag, Update, TCP_FLAGS_MAX,
 };
 
 const BURST: usize = 32;
@@ -66,7 +66,7 @@ fn point_in(r: &RuleMatch, rng: &mut Rng) -> Key {
         sport: port(r.sport.lo, r.sport.hi, rng),
         dport: port(r.dport.lo, r.dport.hi, rng),
         proto,
-        tcp_flags: r.tcp_flags.value | (rng.next() as u8 & !r.tcp_flags.mask),
+        tcp_flags: r.tcp_flags.value | (rng.next() as u16 & !r.tcp_flags.mask & TCP_FLAGS_MAX),
         ..Key::default()
     }
 }

@@ -278,13 +278,14 @@ fn udp_segment(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     u
 }
 
-fn tcp_segment(sport: u16, dport: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
+fn tcp_segment(sport: u16, dport: u16, flags: u16, payload: &[u8]) -> Vec<u8> {
     let mut t = Vec::with_capacity(20 + payload.len());
     t.extend_from_slice(&sport.to_be_bytes());
     t.extend_from_slice(&dport.to_be_bytes());
     t.extend_from_slice(&1u32.to_be_bytes()); // sequence number
     t.extend_from_slice(&0u32.to_be_bytes()); // acknowledgment number
-    t.extend_from_slice(&[5 << 4, flags]);
+                                              // Data offset 5 words above the 12-bit flags field.
+    t.extend_from_slice(&((5 << 12) | (flags & 0x0FFF)).to_be_bytes());
     t.extend_from_slice(&0xffffu16.to_be_bytes()); // window
     t.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
     t.extend_from_slice(payload);
@@ -328,7 +329,7 @@ pub fn tcp4(
     dst: Ipv4Addr,
     sport: u16,
     dport: u16,
-    flags: u8,
+    flags: u16,
     payload: &[u8],
 ) -> Vec<u8> {
     let mut t = tcp_segment(sport, dport, flags, payload);
@@ -371,7 +372,7 @@ pub fn tcp6(
     dst: Ipv6Addr,
     sport: u16,
     dport: u16,
-    flags: u8,
+    flags: u16,
     payload: &[u8],
 ) -> Vec<u8> {
     let mut t = tcp_segment(sport, dport, flags, payload);

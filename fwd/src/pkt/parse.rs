@@ -54,24 +54,31 @@ pub mod ipproto {
     pub const SCTP: u8 = 132;
 }
 
-/// TCP flag bits as found in [`Parsed::tcp_flags`].
+/// TCP flag bits as found in [`Parsed::tcp_flags`]: the 12 bits below the
+/// data offset in header bytes 12-13.
 pub mod tcp_flags {
     /// FIN.
-    pub const FIN: u8 = 0x01;
+    pub const FIN: u16 = 0x01;
     /// SYN.
-    pub const SYN: u8 = 0x02;
+    pub const SYN: u16 = 0x02;
     /// RST.
-    pub const RST: u8 = 0x04;
+    pub const RST: u16 = 0x04;
     /// PSH.
-    pub const PSH: u8 = 0x08;
+    pub const PSH: u16 = 0x08;
     /// ACK.
-    pub const ACK: u8 = 0x10;
+    pub const ACK: u16 = 0x10;
     /// URG.
-    pub const URG: u8 = 0x20;
+    pub const URG: u16 = 0x20;
     /// ECE.
-    pub const ECE: u8 = 0x40;
+    pub const ECE: u16 = 0x40;
     /// CWR.
-    pub const CWR: u8 = 0x80;
+    pub const CWR: u16 = 0x80;
+    /// AE (Accurate ECN, RFC 9768), formerly NS (ECN nonce, RFC 3540).
+    pub const AE: u16 = 0x100;
+    /// The same bit under its RFC 3540 name.
+    pub const NS: u16 = AE;
+    /// The whole field, three reserved bits included.
+    pub const ALL: u16 = 0xFFF;
 }
 
 /// At most this many VLAN tags (802.1Q / 802.1ad); one more is [`ParseError::TooManyVlanTags`].
@@ -221,8 +228,9 @@ pub struct Parsed {
     pub sport: u16,
     /// TCP/UDP/SCTP destination port; ICMP/ICMPv6 code. 0 otherwise.
     pub dport: u16,
-    /// TCP flags byte (CWR..FIN, see [`tcp_flags`]); 0 for non-TCP.
-    pub tcp_flags: u8,
+    /// TCP flags, the 12-bit field (reserved, AE, CWR..FIN, see
+    /// [`tcp_flags`]); 0 for non-TCP.
+    pub tcp_flags: u16,
     /// Fragmentation state.
     pub frag: Fragment,
     /// IP packet length: IPv4 total length, IPv6 40 + payload length. The frame may
@@ -552,7 +560,7 @@ fn l4(
             }
             out.sport = be16(t[0], t[1]);
             out.dport = be16(t[2], t[3]);
-            out.tcp_flags = t[13];
+            out.tcp_flags = be16(t[12], t[13]) & tcp_flags::ALL;
         }
         ipproto::UDP => {
             let u: &[u8; 8] = chunk(pkt, off)?;

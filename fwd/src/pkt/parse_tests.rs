@@ -144,6 +144,24 @@ fn udp4_tcp4_icmp4() {
 }
 
 #[test]
+fn tcp_flags_keep_ae_and_reserved_bits() {
+    // AE/NS (bit 8) and the reserved bits share byte 12 with the data
+    // offset: the parser keeps the 12-bit field and drops only the offset.
+    for flags in [
+        tcp_flags::NS | tcp_flags::SYN,
+        tcp_flags::AE,
+        0xE00,
+        tcp_flags::ALL,
+    ] {
+        let f = build::tcp4(&bare(), S4, D4, 1, 2, flags, b"");
+        assert_eq!(f[14 + 20 + 12] >> 4, 5, "data offset intact");
+        assert_eq!(parse(&f).unwrap().tcp_flags, flags);
+        let f = build::tcp6(&bare(), s6(), d6(), 1, 2, flags, b"");
+        assert_eq!(parse(&f).unwrap().tcp_flags, flags);
+    }
+}
+
+#[test]
 fn udp6_tcp6_icmp6() {
     let f = build::udp6(&bare(), s6(), d6(), 4000, 53, b"hello");
     let p = parse(&f).unwrap();

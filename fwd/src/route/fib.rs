@@ -367,6 +367,31 @@ impl<const W: u32> Fib<W> {
     }
 }
 
+/// A FIB's burst lookup, so [`Routing`](super::Routing) writes its burst
+/// body (resolving entries, ECMP) once for both families.
+pub(crate) trait BurstFib {
+    /// The address type (`u32` or `u128`).
+    type Addr: Copy;
+    /// Entries for `dsts`; `out` is at least as long.
+    fn lookup_burst(&self, dsts: &[Self::Addr], out: &mut [u32]);
+}
+
+impl BurstFib for Fib<32> {
+    type Addr = u32;
+    #[inline(always)]
+    fn lookup_burst(&self, dsts: &[u32], out: &mut [u32]) {
+        Fib::<32>::lookup_burst(self, dsts, out);
+    }
+}
+
+impl BurstFib for Fib<128> {
+    type Addr = u128;
+    #[inline(always)]
+    fn lookup_burst(&self, dsts: &[u128], out: &mut [u32]) {
+        Fib::<128>::lookup_burst(self, dsts, out);
+    }
+}
+
 impl Fib<32> {
     /// Entry for `addr` (at most two dependent loads).
     #[inline(always)]

@@ -73,7 +73,7 @@ mod tests;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use fib::Fib;
+use fib::{BurstFib, Fib};
 use nexthop::IdTable;
 pub use nexthop::{Group, NextHop, MAX_GROUP_MEMBERS, MAX_ID};
 pub use prefix::{mask4, mask6, Prefix, Prefix4, Prefix6, PrefixError};
@@ -621,12 +621,14 @@ impl Routing {
 
     // ---- data path ----------------------------------------------------------
 
+    /// The result of FIB entry `e`; `hash` is called only when `e` is an
+    /// ECMP group (the flow hash selects the member).
     #[inline(always)]
-    fn resolve(&self, e: u32, hash: u32) -> Resolved {
+    fn resolve(&self, e: u32, hash: impl FnOnce() -> u32) -> Resolved {
         match e >> KIND_SHIFT {
             K_NH => Resolved::Forward(e & ID_MASK),
             K_GROUP => match self.groups.get(e & ID_MASK) {
-                Some(g) => Resolved::Forward(g.select(hash)),
+                Some(g) => Resolved::Forward(g.select(hash())),
                 None => Resolved::NoRoute,
             },
             K_BLACKHOLE => Resolved::Blackhole,
@@ -640,7 +642,7 @@ impl Routing {
     #[inline]
     pub fn lookup4(&self, vrf: Vrf, dst: u32, flow_hash: u32) -> Resolved {
         match self.vrfs.get(&vrf) {
-            Some(t) => self.resolve(t.v4.fib.lookup(dst), flow_hash),
+            Some(t) => self.resolve(t.v4.fib.lookup(dst), || flow_hash),
             None => Resolved::NoRoute,
         }
     }
@@ -649,59 +651,70 @@ impl Routing {
     #[inline]
     pub fn lookup6(&self, vrf: Vrf, dst: u128, flow_hash: u32) -> Resolved {
         match self.vrfs.get(&vrf) {
-            Some(t) => self.resolve(t.v6.fib.lookup(dst), flow_hash),
+            Some(t) => self.resolve(t.v6.fib.lookup(dst), || flow_hash),
             None => Resolved::NoRoute,
         }
     }
 
-    /// IPv4 lookups for a burst: `out[i]` for `dsts[i]` with `hashes[i]`. The
-    /// first-level entries of up to 64 destinations are loaded before any is used
-    /// so that their cache misses overlap.
+    /// IPv4 lookups for a burst: `out[i]` for `dsts[i]`. The first-level
+    /// entries of up to 64 destinations are loaded before any is used so that
+    /// their cache misses overlap.
+    ///
+    /// `hash(i)` is the flow hash of packet `i`; it is called only for the
+    /// packets whose route is an ECMP group, so a table without groups (or
+    /// a burst that hits none) costs no hashing at all.
     ///
     /// # Panics
-    /// If the three slices differ in length.
+    /// If `dsts` and `out` differ in length.
     #[inline(always)]
-    pub fn lookup4_burst(&self, vrf: Vrf, dsts: &[u32], hashes: &[u32], out: &mut [Resolved]) {
-        assert!(dsts.len() == hashes.len() && dsts.len() == out.len());
-        let Some(t) = self.vrfs.get(&vrf) else {
-            out.fill(Resolved::NoRoute);
-            return;
-        };
-        let mut ent = [0u32; BURST];
-        for ((d, h), o) in dsts
-            .chunks(BURST)
-            .zip(hashes.chunks(BURST))
-            .zip(out.chunks_mut(BURST))
-        {
-            let e = &mut ent[..d.len()];
-            t.v4.fib.lookup_burst(d, e);
-            for ((o, &e), &h) in o.iter_mut().zip(e.iter()).zip(h) {
-                *o = self.resolve(e, h);
-            }
-        }
+    pub fn lookup4_burst(
+        &self,
+        vrf: Vrf,
+        dsts: &[u32],
+        hash: impl FnMut(usize) -> u32,
+        out: &mut [Resolved],
+    ) {
+        let t = self.vrfs.get(&vrf);
+        self.lookup_burst(t.map(|t| &t.v4.fib), dsts, hash, out);
     }
 
-    /// IPv6 lookups for a burst (level by level across the burst).
+    /// IPv6 lookups for a burst (level by level across the burst); `hash`
+    /// as for [`Routing::lookup4_burst`].
     ///
     /// # Panics
-    /// If the three slices differ in length.
+    /// If `dsts` and `out` differ in length.
     #[inline]
-    pub fn lookup6_burst(&self, vrf: Vrf, dsts: &[u128], hashes: &[u32], out: &mut [Resolved]) {
-        assert!(dsts.len() == hashes.len() && dsts.len() == out.len());
-        let Some(t) = self.vrfs.get(&vrf) else {
+    pub fn lookup6_burst(
+        &self,
+        vrf: Vrf,
+        dsts: &[u128],
+        hash: impl FnMut(usize) -> u32,
+        out: &mut [Resolved],
+    ) {
+        let t = self.vrfs.get(&vrf);
+        self.lookup_burst(t.map(|t| &t.v6.fib), dsts, hash, out);
+    }
+
+    /// The body of both burst lookups.
+    #[inline(always)]
+    fn lookup_burst<F: BurstFib>(
+        &self,
+        fib: Option<&F>,
+        dsts: &[F::Addr],
+        mut hash: impl FnMut(usize) -> u32,
+        out: &mut [Resolved],
+    ) {
+        assert!(dsts.len() == out.len());
+        let Some(fib) = fib else {
             out.fill(Resolved::NoRoute);
             return;
         };
         let mut ent = [0u32; BURST];
-        for ((d, h), o) in dsts
-            .chunks(BURST)
-            .zip(hashes.chunks(BURST))
-            .zip(out.chunks_mut(BURST))
-        {
+        for (c, (d, o)) in dsts.chunks(BURST).zip(out.chunks_mut(BURST)).enumerate() {
             let e = &mut ent[..d.len()];
-            t.v6.fib.lookup_burst(d, e);
-            for ((o, &e), &h) in o.iter_mut().zip(e.iter()).zip(h) {
-                *o = self.resolve(e, h);
+            fib.lookup_burst(d, e);
+            for (j, (o, &e)) in o.iter_mut().zip(e.iter()).enumerate() {
+                *o = self.resolve(e, || hash(c * BURST + j));
             }
         }
     }

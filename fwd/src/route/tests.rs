@@ -367,9 +367,20 @@ fn check_version(width: u8, r: &Routing, m: &RefLpm, extra: &[u128], seed: u64) 
     let mut out = vec![Resolved::NoRoute; pr.len()];
     if width == 32 {
         let d: Vec<u32> = pr.iter().map(|&a| a as u32).collect();
-        r.lookup4_burst(0, &d, &hashes, &mut out);
+        let mut asked = vec![false; d.len()];
+        r.lookup4_burst(
+            0,
+            &d,
+            |i| {
+                asked[i] = true;
+                hashes[i]
+            },
+            &mut out,
+        );
         for (i, &a) in d.iter().enumerate() {
             let want = m.lookup4(a);
+            // The hash is asked for exactly when the route is a group.
+            assert_eq!(asked[i], matches!(want, Some(Target::Group(_))), "{a:#x}");
             assert_eq!(r.target4(0, a), want, "addr {}", Ipv4Addr::from(a));
             assert_eq!(r.lookup4(0, a, hashes[i]), out[i]);
             assert_eq!(out[i], resolve_model(r, want, hashes[i]));
@@ -381,9 +392,19 @@ fn check_version(width: u8, r: &Routing, m: &RefLpm, extra: &[u128], seed: u64) 
             .collect();
         assert_eq!(dump, m.sorted());
     } else {
-        r.lookup6_burst(0, &pr, &hashes, &mut out);
+        let mut asked = vec![false; pr.len()];
+        r.lookup6_burst(
+            0,
+            &pr,
+            |i| {
+                asked[i] = true;
+                hashes[i]
+            },
+            &mut out,
+        );
         for (i, &a) in pr.iter().enumerate() {
             let want = m.lookup6(a);
+            assert_eq!(asked[i], matches!(want, Some(Target::Group(_))), "{a:#x}");
             assert_eq!(r.target6(0, a), want, "addr {a:#x}");
             assert_eq!(r.lookup6(0, a, hashes[i]), out[i]);
             assert_eq!(out[i], resolve_model(r, want, hashes[i]));
@@ -775,7 +796,7 @@ fn vrfs_are_separate() {
     assert_eq!(r.lookup4(0, 0x0a00_0001, 0), Resolved::Forward(2));
     assert_eq!(r.lookup4(8, 0x0a00_0001, 0), Resolved::NoRoute);
     let mut out = [Resolved::Local; 2];
-    r.lookup4_burst(8, &[1, 2], &[0, 0], &mut out);
+    r.lookup4_burst(8, &[1, 2], |_| unreachable!("no table, no group"), &mut out);
     assert_eq!(out, [Resolved::NoRoute; 2]);
     assert_eq!(r.vrfs().collect::<Vec<_>>(), vec![0, 7]);
 }
@@ -942,16 +963,25 @@ fn check_full_tables(v4: &[Prefix], v6: &[Prefix]) -> usize {
         d6.push(if i % 2 == 0 { p.addr() } else { p.last() });
         d6.push(p.addr() | ((u128::from(rnd()) << 64 | u128::from(rnd())) & !mask6(p.len())));
     }
-    let h = vec![0u32; d4.len()];
+    // A full table of plain next hops: the lookups never ask for a hash.
     let mut out = vec![Resolved::NoRoute; d4.len()];
-    r.lookup4_burst(0, &d4, &h, &mut out);
+    r.lookup4_burst(
+        0,
+        &d4,
+        |_| panic!("hash asked for without groups"),
+        &mut out,
+    );
     for (i, &a) in d4.iter().enumerate() {
         let want = m4.lookup4(a);
         assert_eq!(out[i], resolve_model(&r, want, 0), "{}", Ipv4Addr::from(a));
     }
-    let h = vec![0u32; d6.len()];
     let mut out = vec![Resolved::NoRoute; d6.len()];
-    r.lookup6_burst(0, &d6, &h, &mut out);
+    r.lookup6_burst(
+        0,
+        &d6,
+        |_| panic!("hash asked for without groups"),
+        &mut out,
+    );
     for (i, &a) in d6.iter().enumerate() {
         let want = m6.lookup6(a);
         assert_eq!(out[i], resolve_model(&r, want, 0), "{a:#x}");

@@ -110,11 +110,9 @@ pub struct Scratch {
     key_idx: [u8; BURST],
     v4_idx: [u8; BURST],
     v4_dst: [u32; BURST],
-    v4_hash: [u32; BURST],
     v4_out: [Resolved; BURST],
     v6_idx: [u8; BURST],
     v6_dst: [u128; BURST],
-    v6_hash: [u32; BURST],
     v6_out: [Resolved; BURST],
 }
 
@@ -134,11 +132,9 @@ impl Default for Scratch {
             key_idx: [0; BURST],
             v4_idx: [0; BURST],
             v4_dst: [0; BURST],
-            v4_hash: [0; BURST],
             v4_out: [Resolved::NoRoute; BURST],
             v6_idx: [0; BURST],
             v6_dst: [0; BURST],
-            v6_hash: [0; BURST],
             v6_out: [Resolved::NoRoute; BURST],
         }
     }
@@ -338,7 +334,8 @@ impl Pipeline<'_> {
     }
 
     /// Stage 3: longest-prefix match, batched per family; policy-routed
-    /// packets one by one. The flow hash only matters to ECMP groups.
+    /// packets one by one. The flow hash only matters to ECMP groups: the
+    /// burst lookups ask for it only for packets whose route is a group.
     #[inline(always)]
     pub fn route(&self, s: &mut Scratch, n: usize) {
         let t = self.tables;
@@ -362,28 +359,30 @@ impl Pipeline<'_> {
                 L3Kind::V4 => {
                     s.v4_idx[n4] = i as u8;
                     s.v4_dst[n4] = p.dst_v4();
-                    s.v4_hash[n4] = if ecmp { pkt::flow_hash(p) } else { 0 };
                     n4 += 1;
                 }
                 L3Kind::V6 => {
                     s.v6_idx[n6] = i as u8;
                     s.v6_dst[n6] = p.dst_v6();
-                    s.v6_hash[n6] = if ecmp { pkt::flow_hash(p) } else { 0 };
                     n6 += 1;
                 }
             }
         }
         let vrf = t.port_vrf(self.in_port);
         if n4 > 0 {
+            let (parsed, idx) = (&s.parsed, &s.v4_idx);
+            let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
             t.routing
-                .lookup4_burst(vrf, &s.v4_dst[..n4], &s.v4_hash[..n4], &mut s.v4_out[..n4]);
+                .lookup4_burst(vrf, &s.v4_dst[..n4], hash, &mut s.v4_out[..n4]);
             for k in 0..n4 {
                 s.verdict[usize::from(s.v4_idx[k])] = self.resolved(s.v4_out[k]);
             }
         }
         if n6 > 0 {
+            let (parsed, idx) = (&s.parsed, &s.v6_idx);
+            let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
             t.routing
-                .lookup6_burst(vrf, &s.v6_dst[..n6], &s.v6_hash[..n6], &mut s.v6_out[..n6]);
+                .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
             for k in 0..n6 {
                 let i = usize::from(s.v6_idx[k]);
                 // Link-local destinations are never forwarded (RFC 4291 2.5.6).

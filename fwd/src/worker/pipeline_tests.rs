@@ -433,6 +433,42 @@ fn classifier_actions_take_effect_before_routing() {
     assert_eq!(s.verdict[1], Verdict::Tx(1));
 }
 
+#[test]
+fn a_rule_on_the_ae_ns_flag_sees_it_through_the_pipeline() {
+    // Drop TCP with AE/NS (bit 8, beyond the flags byte) set, whatever the
+    // low flags; the same SYN without it is routed.
+    let t = tables(vec![Change::RuleAdd(Box::new(wire::Rule {
+        id: Some(1),
+        priority: 1,
+        matches: wire::RuleMatch {
+            tcp_flags: Some(wire::Masked16 {
+                value: 0x100,
+                mask: 0x100,
+            }),
+            ..Default::default()
+        },
+        actions: vec![wire::Action::Drop],
+    }))]);
+    let tcp = |flags: u16| {
+        build::tcp4(
+            &from_host(),
+            Ipv4Addr::new(10, 1, 0, 2),
+            Ipv4Addr::new(198, 51, 100, 7),
+            1000,
+            80,
+            flags,
+            b"",
+        )
+    };
+    let mut f = Frames::new(vec![
+        tcp(pkt::tcp_flags::NS | pkt::tcp_flags::SYN),
+        tcp(pkt::tcp_flags::SYN),
+    ]);
+    let (s, _) = run(&t, &mut f);
+    assert_eq!(s.verdict[0], Verdict::Drop(DropReason::AclDrop));
+    assert_eq!(s.verdict[1], Verdict::Tx(1));
+}
+
 /// A rule at `prio` (id = prio) matching UDP port `dport` (any packet
 /// without one).
 fn prio_rule(prio: u32, dport: Option<u16>, actions: Vec<wire::Action>) -> Change {

@@ -56,7 +56,7 @@ pub fn rule_from_wire(
         in_port: m.in_port.as_deref().map(&port).transpose()?,
         vlan: m.vlan,
         dscp: m.dscp,
-        tcp_flags: m.tcp_flags.map_or(acl::Masked8::ANY, |p| acl::Masked8 {
+        tcp_flags: m.tcp_flags.map_or(acl::Masked16::ANY, |p| acl::Masked16 {
             value: p.value,
             mask: p.mask,
         }),
@@ -130,7 +130,10 @@ pub fn rule_to_wire(t: &Tables, r: &acl::Rule) -> wire::Rule {
             in_port: m.in_port.map(name),
             vlan: m.vlan,
             dscp: m.dscp,
-            tcp_flags: masked(m.tcp_flags),
+            tcp_flags: (m.tcp_flags.mask != 0).then_some(wire::Masked16 {
+                value: m.tcp_flags.value,
+                mask: m.tcp_flags.mask,
+            }),
         },
         actions: r
             .actions

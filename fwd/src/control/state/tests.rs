@@ -57,6 +57,33 @@ impl World {
     }
 }
 
+#[test]
+fn wire_tcp_flags_beyond_the_12_bit_field_are_refused_and_change_nothing() {
+    // The text parser stops these; a client speaking JSON does not.
+    let mut w = World::new();
+    for (value, mask) in [(0x1000u16, 0x1000u16), (0, 0xffff), (0x100, 0x8100)] {
+        let rule = ctl::wire::Change::RuleAdd(Box::new(ctl::wire::Rule {
+            id: Some(1),
+            priority: 1,
+            matches: ctl::wire::RuleMatch {
+                tcp_flags: Some(ctl::wire::Masked16 { value, mask }),
+                ..Default::default()
+            },
+            actions: vec![ctl::wire::Action::Drop],
+        }));
+        let e = match apply(&w.t, &mut w.acl, &[rule], None) {
+            Ok(_) => panic!("{value:#x}/{mask:#x}: accepted"),
+            Err(e) => e,
+        };
+        assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
+        assert!(e.message.contains("tcp_flags"), "{e}");
+        assert!(e.message.contains("12-bit"), "{e}");
+    }
+    assert_eq!(w.t.acl.entries().count(), 0);
+    w.ok("rule add id 1 prio 1 tcp_flags ae/0xf00 action drop");
+    assert_eq!(w.t.acl.entries().count(), 1);
+}
+
 // Finding 6: rules hold references to their next hops.
 
 #[test]
