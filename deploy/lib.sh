@@ -51,6 +51,43 @@ build_release() {
     (cd "$ROOT" && cargo build --release --bins "$@")
 }
 
+# The control-plane benches' daemon (ctl.sh, dumps.sh): two net_null ports,
+# p1's neighbour 10.0.1.2, the control lcore on CPU 0, the worker on 1.
+# $1 = config path, $2 = control socket, $3 = EAL file prefix.
+write_ctl_config() {
+    cat > "$1" <<YAML
+eal: {main_lcore: 0, memory_mb: 1024, file_prefix: $3}
+ports:
+  - {name: p0, device: net_null0, addresses: [10.0.0.1/24]}
+  - {name: p1, device: net_null1, addresses: [10.0.1.1/24]}
+workers:
+  - {lcore: 1, rx: [{port: p0}, {port: p1}]}
+neighbours:
+  - {ip: 10.0.1.2, mac: "02:00:00:00:01:02", port: p1}
+control: {socket: $2, cpu: 0}
+YAML
+}
+
+# The full IPv4 view of $FWD_DATA as fwdctl batches in directory $1:
+# v4.txt (the prefixes), routes.add (each via 10.0.1.2 dev p1), routes.del.
+full_view_batches() {
+    zcat "$FWD_DATA/routing/ipv4_fulltable_gaissmai.txt.gz" > "$1/v4.txt"
+    awk '{print "route add " $1 " via 10.0.1.2 dev p1"}' "$1/v4.txt" > "$1/routes.add"
+    awk '{print "route del " $1}' "$1/v4.txt" > "$1/routes.del"
+}
+
+# Waits (30 s at most) until the daemon logging to $1 forwards; on timeout
+# prints the log and fails.
+wait_forwarding() {
+    local _
+    for _ in $(seq 1 300); do
+        grep -q "forwarding with" "$1" && return 0
+        sleep 0.1
+    done
+    cat "$1" >&2
+    return 1
+}
+
 # Writes a daemon config with N /24 routes 10.1.x.0/24 and 10.2.x.0/24.. via
 # a neighbour on port `out`, replaying $1 (pcap) endlessly into port `in`.
 # $2 = output config path, $3 = number of routes, $4 = output device devargs.

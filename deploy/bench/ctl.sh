@@ -31,10 +31,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-zcat "$DATA/routing/ipv4_fulltable_gaissmai.txt.gz" > "$WORK/v4.txt"
+full_view_batches "$WORK"
 NROUTES=$(wc -l < "$WORK/v4.txt")
-awk '{print "route add " $1 " via 10.0.1.2 dev p1"}' "$WORK/v4.txt" > "$WORK/routes.batch"
-awk '{print "route del " $1}' "$WORK/v4.txt" > "$WORK/routes.del"
 awk '{print "route add " $1 " via 10.0.1.2 dev dummy0"}' "$WORK/v4.txt" > "$WORK/routes.ip"
 # 100k distinct rules: /24 sources x destination ports.
 awk 'BEGIN { for (i = 0; i < 100000; i++)
@@ -45,24 +43,9 @@ awk 'BEGIN { for (i = 0; i < 100000; i++)
            int(i / 256) % 256, i % 256, 1 + int(i / 65536) }' > "$WORK/filters.tc"
 
 start_fwd() {
-    cat > "$WORK/fwd.yaml" <<YAML
-eal: {main_lcore: 0, memory_mb: 1024, file_prefix: ctlbench$$}
-ports:
-  - {name: p0, device: net_null0, addresses: [10.0.0.1/24]}
-  - {name: p1, device: net_null1, addresses: [10.0.1.1/24]}
-workers:
-  - {lcore: 1, rx: [{port: p0}, {port: p1}]}
-neighbours:
-  - {ip: 10.0.1.2, mac: "02:00:00:00:01:02", port: p1}
-control: {socket: $WORK/fwd.sock, cpu: 0}
-YAML
+    write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "ctlbench$$"
     "$FWD" "$WORK/fwd.yaml" > "$WORK/fwd.log" 2>&1 &
-    for _ in $(seq 1 300); do
-        grep -q "forwarding with" "$WORK/fwd.log" && return 0
-        sleep 0.1
-    done
-    cat "$WORK/fwd.log" >&2
-    return 1
+    wait_forwarding "$WORK/fwd.log"
 }
 stop_fwd() {
     pkill -INT -f "$WORK/fwd.yaml" || true
@@ -71,7 +54,7 @@ stop_fwd() {
 secs() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN { printf "%.2f", b - a }'; }
 
 start_fwd
-t_alone=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.batch")
+t_alone=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.add")
 count=$("$CTL" -s "$WORK/fwd.sock" --json route show | grep -o '"prefix"' | wc -l)
 t_dump=$(secs "$CTL" -s "$WORK/fwd.sock" route show)
 t_del_alone=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del")
@@ -82,7 +65,7 @@ for i in 1 2 3 4 5; do
     ( while "$CTL" -s "$WORK/fwd.sock" route show > /dev/null 2>&1; do :; done ) &
 done
 sleep 1
-t_busy=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.batch")
+t_busy=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.add")
 sleep 2
 t_del_busy=$(secs "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del")
 pkill -f "$CTL -s $WORK/fwd.sock route show" || true

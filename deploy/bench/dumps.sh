@@ -33,30 +33,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-zcat "$FWD_DATA/routing/ipv4_fulltable_gaissmai.txt.gz" > "$WORK/v4.txt"
-awk '{print "route add " $1 " via 10.0.1.2 dev p1"}' "$WORK/v4.txt" > "$WORK/add"
-awk '{print "route del " $1}' "$WORK/v4.txt" > "$WORK/del"
-cat > "$WORK/fwd.yaml" <<YAML
-eal: {main_lcore: 0, memory_mb: 1024, file_prefix: dumps$$}
-ports:
-  - {name: p0, device: net_null0, addresses: [10.0.0.1/24]}
-  - {name: p1, device: net_null1, addresses: [10.0.1.1/24]}
-workers:
-  - {lcore: 1, rx: [{port: p0}, {port: p1}]}
-neighbours:
-  - {ip: 10.0.1.2, mac: "02:00:00:00:01:02", port: p1}
-control: {socket: $WORK/fwd.sock, cpu: 0}
-YAML
+full_view_batches "$WORK"
+write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "dumps$$"
 
 # one FWD N: prints "WALL CPU" of the delete batch with N dumpers.
 one() {
     "$1" "$WORK/fwd.yaml" > "$WORK/log" 2>&1 &
     P=$!
-    for _ in $(seq 1 300); do
-        grep -q "forwarding with" "$WORK/log" && break
-        sleep 0.1
-    done
-    "$CTL" -s "$WORK/fwd.sock" -b "$WORK/add" > /dev/null
+    wait_forwarding "$WORK/log"
+    "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.add" > /dev/null
     local i
     for ((i = 0; i < $2; i++)); do
         ( while "$CTL" -s "$WORK/fwd.sock" route show > /dev/null 2>&1; do :; done ) &
@@ -69,7 +54,7 @@ one() {
     sleep 0.3
     local t0 t1
     t0=$(date +%s.%N)
-    "$CTL" -s "$WORK/fwd.sock" -b "$WORK/del" > /dev/null
+    "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del" > /dev/null
     t1=$(date +%s.%N)
     kill -INT "$s"
     wait "$s" || true

@@ -65,11 +65,7 @@ read -r WRONG_NH < <(cd "$TREX" && "$TREX_PY" -c 'from fwdtrex import appliance;
 
 "$BIN/fwd" "$WORK/fwd.yaml" --stats-interval 1 > "$WORK/fwd.out" 2> "$WORK/fwd.log" &
 FWD_PID=$!
-for _ in $(seq 1 300); do
-    grep -q "forwarding with" "$WORK/fwd.log" && break
-    sleep 0.1
-done
-grep -q "forwarding with" "$WORK/fwd.log" || { cat "$WORK/fwd.log" >&2; exit 1; }
+wait_forwarding "$WORK/fwd.log"
 CTL=("$BIN/fwdctl" -s "$WORK/fwd.sock")
 # fwdctl and the churn share CPU 0 with the control lcore; CPU 1 is the worker's.
 pin=(taskset -c 0)
