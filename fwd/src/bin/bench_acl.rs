@@ -197,6 +197,69 @@ fn eval_ns(c: &Classifier, keys: &[Key]) -> f64 {
     best
 }
 
+/// A 1,024-rule batch (the overlay's hard limit: the largest batch that
+/// is not rebuilt synchronously): lookups with that overlay, then how long
+/// the background rebuild the control lcore starts takes until installed,
+/// and lookups after. The control lcore polls for the finished rebuild
+/// between requests, so its idle wait adds to the time in the daemon.
+fn big_batch(acl1: &[Rule], acl2: &[Rule], acl1_keys: &[Key]) -> String {
+    let cfg = Config::default();
+    let n = cfg.overlay_hard_limit;
+    let (mut w, v0, _) = build(acl1, cfg);
+    let batch: Vec<Update> = acl2[..n]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut r = r.clone();
+            r.id = 3_000_000 + i as u32;
+            r.priority = (i * 9) as u32;
+            Update::Insert(r)
+        })
+        .collect();
+    let t = Instant::now();
+    let v1 = w.apply(&batch).expect("batch").version;
+    let applied = t.elapsed();
+    let built = lookup_ns(&v0, acl1_keys);
+    let with_overlay = lookup_ns(&v1, acl1_keys);
+    assert!(w.needs_rebuild(), "a {n}-rule overlay asks for a rebuild");
+    let t = Instant::now();
+    let job = w.rebuild_job();
+    let done = std::thread::spawn(move || job.run())
+        .join()
+        .expect("rebuild");
+    let v2 = w.install(done).expect("a fresh rebuild is installed");
+    let rebuilt_in = t.elapsed();
+    let after = lookup_ns(&v2, acl1_keys);
+    format!(
+        "\n{n}-rule batch into acl1_10k: applied in {:.1} ms; lookup {with_overlay:.1} ns/pkt with \
+         the overlay ({} tuples), {:.1}x the built tree ({built:.1}); background rebuild \
+         run and installed in {:.1} ms; then {after:.1} ns/pkt ({:.2}x).",
+        applied.as_secs_f64() * 1e3,
+        v1.stats().overlay_tuples,
+        with_overlay / built,
+        rebuilt_in.as_secs_f64() * 1e3,
+        after / built
+    )
+}
+
+/// acl1_10k and acl2_10k of the lyxocs sets, and 100,000 keys inside acl1's
+/// rules (the quick modes' inputs).
+fn lyxocs_10k(data: &std::path::Path) -> (Vec<Rule>, Vec<Rule>, Vec<Key>) {
+    let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
+    let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");
+    let acl2 = parse_rules(&read("lyxocs/acl2_10k")).expect("acl2");
+    let mut rng = Rng(0x5EED_AC11);
+    let keys: Vec<Key> = (0..100_000)
+        .map(|_| {
+            point_in(
+                &acl1[rng.below(acl1.len() as u64) as usize].matches,
+                &mut rng,
+            )
+        })
+        .collect();
+    (acl1, acl2, keys)
+}
+
 fn lookup_ns(c: &Classifier, keys: &[Key]) -> f64 {
     lookup_ns2(c, keys).0
 }
@@ -345,18 +408,7 @@ fn main() {
         }),
     };
     if std::env::var_os("BENCH_ACL_OVERLAY").is_some() {
-        let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
-        let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");
-        let acl2 = parse_rules(&read("lyxocs/acl2_10k")).expect("acl2");
-        let mut rng = Rng(0x5EED_AC11);
-        let keys: Vec<Key> = (0..100_000)
-            .map(|_| {
-                point_in(
-                    &acl1[rng.below(acl1.len() as u64) as usize].matches,
-                    &mut rng,
-                )
-            })
-            .collect();
+        let (acl1, acl2, keys) = lyxocs_10k(&data);
         let (mut w, v0, _) = build(&acl1, Config::default());
         let batch: Vec<Update> = acl2[..64]
             .iter()
@@ -373,6 +425,11 @@ fn main() {
         for _ in 0..20 {
             println!("{:.1} {:.1}", lookup_ns(&v0, &keys), lookup_ns(&v1, &keys));
         }
+        return;
+    }
+    if std::env::var_os("BENCH_ACL_BATCH").is_some() {
+        let (acl1, acl2, keys) = lyxocs_10k(&data);
+        println!("{}", big_batch(&acl1, &acl2, &keys).trim());
         return;
     }
     if std::env::var_os("BENCH_ACL_SWEEP").is_some() {
@@ -754,6 +811,7 @@ fn main() {
             lookup_ns(&v0, &acl1_keys)
         );
     }
+    let _ = write!(md, "{}", big_batch(&acl1, &acl2, &acl1_keys));
 
     // Evaluation past rules without a verdict (count-only rules).
     {
