@@ -254,14 +254,15 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
     assert!(st.contains("\"workers\"") && st.contains("worker0"), "{st}");
 
     // A peer that is neither root, the daemon's user nor in its group is refused.
-    let o = Command::new(fwdctl_for_anyone(&dir.0))
-        .arg("-s")
-        .arg(&sock)
-        .arg("status")
-        .uid(65534)
-        .gid(65534)
-        .output()
-        .expect("run fwdctl as nobody");
+    let o = output_of(
+        Command::new(fwdctl_for_anyone(&dir.0))
+            .arg("-s")
+            .arg(&sock)
+            .arg("status")
+            .uid(65534)
+            .gid(65534),
+    )
+    .expect("run fwdctl as nobody");
     assert!(!o.status.success(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("permission_denied"),

@@ -72,7 +72,7 @@ fn fwdctl_as(uid: u32, gid: u32, groups: &[u32], sock: &Path, args: &[&str]) -> 
 }
 
 fn run(mut c: Command) -> Output {
-    c.output().expect("run fwdctl")
+    output_of(&mut c).expect("run fwdctl")
 }
 
 fn failed_with(o: &Output, kind: &str) {

@@ -82,6 +82,24 @@ pub fn fwdctl_for_anyone(dir: &Path) -> PathBuf {
     to
 }
 
+/// Runs `c` to completion, like `Command::output`, but retries while the
+/// kernel answers ETXTBSY. A binary copied by [`fwdctl_for_anyone`] was open
+/// for writing for a moment; a child that another test thread forked in that
+/// moment holds the descriptor until it execs, and exec of the copy fails
+/// meanwhile. Not a timing assertion: the retries only outwait that window.
+pub fn output_of(c: &mut Command) -> std::io::Result<Output> {
+    let mut tries = 0;
+    loop {
+        match c.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 500 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// The EAL settings every test config uses: no hugepages, own prefix.
 pub fn eal_yaml(tag: &str) -> String {
     format!(
