@@ -32,13 +32,62 @@ pub(crate) struct Base {
 }
 
 /// Group of a rule: 0 specific source, 1 wild source / specific
-/// destination, 2 both wild. "Wild" = prefix shorter than half the width.
-fn group(c: &Compiled, width: u8) -> usize {
-    let half = width / 2;
-    match (c.slen < half, c.dlen < half) {
+/// destination, 2 both wild. "Wild" = a prefix that fixes fewer than
+/// [`SPECIFIC_BITS`] bits beyond what every rule of the family shares (see
+/// [`Shared`]).
+fn group(c: &Compiled, shared: Shared) -> usize {
+    match (c.slen < shared.src_min, c.dlen < shared.dst_min) {
         (false, _) => 0,
         (true, false) => 1,
         (true, true) => 2,
+    }
+}
+
+/// A prefix is specific if it fixes this many bits past the family's
+/// shared leading bits: 16 is the half of an IPv4 address that, with
+/// the first-level table's 16-bit slices, keeps a tree free of
+/// replication (EffiCuts' "small" rules).
+const SPECIFIC_BITS: u8 = 16;
+
+/// Minimum specific prefix lengths of one family's rules. Without a
+/// shared part this is /16 for both families; an IPv6 rule set lives in
+/// a few allocations (every rule inside 2001:db8::/32, say), where a /40
+/// is as wild as an IPv4 /8. So the bits every present prefix of the
+/// field agrees on (up to the shortest such prefix) are added first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shared {
+    src_min: u8,
+    dst_min: u8,
+}
+
+impl Shared {
+    fn of<'a>(family: Family, rules: impl Iterator<Item = &'a Compiled> + Clone) -> Shared {
+        let width = if family == Family::V4 { 32 } else { 128 };
+        let common = |f: fn(&Compiled) -> (u128, u8)| {
+            let mut first: Option<(u128, u8)> = None;
+            let mut n = 0u8;
+            for c in rules.clone().filter(|c| c.fam == family) {
+                let (bits, len) = f(c);
+                if len == 0 {
+                    continue;
+                }
+                match first {
+                    None => {
+                        first = Some((bits, len));
+                        n = len;
+                    }
+                    Some((b0, _)) => {
+                        let agree = ((b0 ^ bits) << (128 - width as u32)).leading_zeros();
+                        n = n.min(len).min(agree.min(width as u32) as u8);
+                    }
+                }
+            }
+            n.saturating_add(SPECIFIC_BITS).min(width)
+        };
+        Shared {
+            src_min: common(|c| (c.src, c.slen)),
+            dst_min: common(|c| (c.dst, c.dlen)),
+        }
     }
 }
 
@@ -47,14 +96,16 @@ impl Base {
         entries.sort_unstable_by_key(|e| e.order);
         let mut r4: [Vec<BoxRule<D4>>; 3] = Default::default();
         let mut r6: [Vec<BoxRule<D6>>; 3] = Default::default();
+        let shared4 = Shared::of(Family::V4, entries.iter().map(|e| &e.compiled));
+        let shared6 = Shared::of(Family::V6, entries.iter().map(|e| &e.compiled));
         for (i, e) in entries.iter().enumerate() {
             let m = &e.rule.matches;
             let fam = e.compiled.fam;
             if fam != Family::V6 {
-                r4[group(&e.compiled, 32)].push(BoxRule::v4(m, i as u32));
+                r4[group(&e.compiled, shared4)].push(BoxRule::v4(m, i as u32));
             }
             if fam != Family::V4 {
-                r6[group(&e.compiled, 128)].push(BoxRule::v6(m, i as u32));
+                r6[group(&e.compiled, shared6)].push(BoxRule::v6(m, i as u32));
             }
         }
         let mut v4: Vec<Tree<D4, B4>> = r4

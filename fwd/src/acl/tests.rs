@@ -948,3 +948,54 @@ fn generated_classbench_generator_trace_reference_sample_and_self_consistent() {
 fn generated_classbench_with_churn() {
     check_churn(&parse_rules(&generate_rules(3000, 3).plain).unwrap());
 }
+
+/// IPv4 prefix `p` as the IPv6 prefix 2001:db8:<p>::/(32 + len): the same
+/// rule set inside one /32 allocation, as an IPv6 ACL usually is.
+fn in_2001_db8(p: Option<IpPrefix>) -> Option<IpPrefix> {
+    let (a, l) = p.map_or((0, 0), |p| p.to_bits());
+    Some(IpPrefix::V6 {
+        addr: Ipv6Addr::from((0x2001_0db8u128 << 96) | (a << 64)),
+        len: 32 + l,
+    })
+}
+
+#[test]
+fn generated_classbench_as_ipv6_matches_and_keeps_its_groups() {
+    let rules = parse_rules(&generate_rules(3000, 4).plain).unwrap();
+    let rules6: Vec<Rule> = rules
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.matches.src = in_2001_db8(r.matches.src);
+            r.matches.dst = in_2001_db8(r.matches.dst);
+            r
+        })
+        .collect();
+    let mut rng = SplitMix(0x6666);
+    let keys: Vec<Key> = (0..20_000)
+        .map(|_| point_in_rule(&rules[rng.below(rules.len() as u64) as usize], &mut rng))
+        .collect();
+    let hi = |a: u128| (0x2001_0db8u128 << 96) | (a << 64);
+    let keys6: Vec<Key> = keys
+        .iter()
+        .map(|k| Key {
+            src: hi(k.src) | u128::from(rng.next()),
+            dst: hi(k.dst) | u128::from(rng.next()),
+            is_v6: true,
+            ..*k
+        })
+        .collect();
+    let (c4, c6) = (
+        build(&rules, Config::default()),
+        build(&rules6, Config::default()),
+    );
+    assert_eq!(ids(&c6, &keys6), ids(&c4, &keys));
+    // The rules all share 2001:db8::/32, so a /40 source is as wild as an
+    // IPv4 /8: the same three groups as IPv4 (a fixed half-width threshold
+    // of /64 put almost every rule into the "both wild" tree), and the
+    // IPv6 trees stay within twice the IPv4 ones.
+    let (s4, s6) = (c4.stats(), c6.stats());
+    assert_eq!(s6.trees, s4.trees, "{s4:?} {s6:?}");
+    assert!(s6.tree_nodes <= 2 * s4.tree_nodes, "{s4:?} {s6:?}");
+    assert!(s6.mem_bytes <= 2 * s4.mem_bytes, "{s4:?} {s6:?}");
+}

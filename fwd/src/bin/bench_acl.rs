@@ -436,6 +436,10 @@ fn main() {
         sweep(&data);
         return;
     }
+    if std::env::var_os("BENCH_ACL_V6").is_some() {
+        println!("{}", v6_rows(&data).trim());
+        return;
+    }
     let tmp = std::env::temp_dir().join(format!("bench_acl.{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
     let dpdk = DpdkEnv::new(&tmp);
@@ -935,4 +939,92 @@ fn sweep(data: &Path) {
             }
         }
     }
+}
+
+/// 2001:db8::/32 with the IPv4 prefix in the next 32 bits: an IPv4 /n
+/// becomes an IPv6 /(32+n), so the sets keep their structure and every
+/// IPv6 rule has a /32-/64 prefix (the "same sets as IPv6").
+fn as_v6_prefix(p: Option<IpPrefix>) -> Option<IpPrefix> {
+    let (a, l) = v4_bits(p);
+    let bits = (0x2001_0db8u128 << 96) | ((a as u128) << 64);
+    Some(IpPrefix::V6 {
+        addr: std::net::Ipv6Addr::from(bits),
+        len: 32 + l,
+    })
+}
+
+fn as_v6_rule(r: &Rule) -> Rule {
+    let mut r = r.clone();
+    r.matches.src = as_v6_prefix(r.matches.src);
+    r.matches.dst = as_v6_prefix(r.matches.dst);
+    r
+}
+
+fn as_v6_key(k: &Key, rng: &mut Rng) -> Key {
+    let hi = |a: u128| (0x2001_0db8u128 << 96) | ((a as u32 as u128) << 64);
+    Key {
+        src: hi(k.src) | rng.next() as u128,
+        dst: hi(k.dst) | rng.next() as u128,
+        is_v6: true,
+        ..*k
+    }
+}
+
+/// BENCH_ACL_V6=1: build time, memory and lookups of each 10k set and of
+/// the same set written as IPv6 (see `as_v6_prefix`), in one run; the
+/// IPv6 answers are checked against the IPv4 ones.
+fn v6_rows(data: &Path) -> String {
+    let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
+    let (acl1, acl2, acl1_keys) = lyxocs_10k(data);
+    let acl2_keys: Vec<Key> = parse_trace(&read("lyxocs/acl2_10k_trace"))
+        .expect("trace")
+        .iter()
+        .map(|t| t.key)
+        .collect();
+    let hs = parse_rules(&read("hypersplit/acl1_10K")).expect("hs");
+    let hs_keys: Vec<Key> = parse_trace(&read("hypersplit/acl1_10K_trace"))
+        .expect("trace")
+        .iter()
+        .map(|t| t.key)
+        .collect();
+    let mut md = String::from(
+        "| set | v4 build ms | v6 build ms | v4 MB | v6 MB | v4 ns | v6 ns | v6/v4 build, mem, ns |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for (name, rules, keys) in [
+        ("lyxocs acl1_10k", &acl1, &acl1_keys),
+        ("lyxocs acl2_10k", &acl2, &acl2_keys),
+        ("hypersplit acl1_10K", &hs, &hs_keys),
+    ] {
+        let mut rng = Rng(0x0006_0006);
+        let rules6: Vec<Rule> = rules.iter().map(as_v6_rule).collect();
+        let keys6: Vec<Key> = keys.iter().map(|k| as_v6_key(k, &mut rng)).collect();
+        let (_w4, c4, b4) = build(rules, Config::default());
+        let (_w6, c6, b6) = build(&rules6, Config::default());
+        let mut o4 = vec![None; keys.len()];
+        let mut o6 = vec![None; keys.len()];
+        c4.classify_burst(keys, &mut o4);
+        c6.classify_burst(&keys6, &mut o6);
+        let bad = o4
+            .iter()
+            .zip(&o6)
+            .filter(|(a, b)| a.map(|e| e.id()) != b.map(|e| e.id()))
+            .count();
+        assert_eq!(
+            bad, 0,
+            "{name}: IPv6 answers differ from IPv4 on {bad} keys"
+        );
+        let (m4, m6) = (c4.stats().mem_bytes as f64, c6.stats().mem_bytes as f64);
+        let (n4, n6) = (lookup_ns(&c4, keys), lookup_ns(&c6, &keys6));
+        let (b4, b6) = (b4.as_secs_f64() * 1e3, b6.as_secs_f64() * 1e3);
+        let _ = writeln!(
+            md,
+            "| {name} | {b4:.0} | {b6:.0} | {:.1} | {:.1} | {n4:.1} | {n6:.1} | {:.2}, {:.2}, {:.2} |",
+            m4 / 1e6,
+            m6 / 1e6,
+            b6 / b4,
+            m6 / m4,
+            n6 / n4
+        );
+    }
+    md
 }
