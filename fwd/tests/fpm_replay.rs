@@ -1049,8 +1049,8 @@ fn bgp_next_hops_resolve_to_the_peer_on_eth1() {
         ("fd00:100::1".parse().unwrap(), "fd77:1::2"),
     ] {
         let res = match dst {
-            IpAddr::V4(a) => r.lookup4(0, u32::from(a), 0),
-            IpAddr::V6(a) => r.lookup6(0, u128::from(a), 0),
+            IpAddr::V4(a) => r.lookup4(0, u32::from(a), || 0),
+            IpAddr::V6(a) => r.lookup6(0, u128::from(a), || 0),
         };
         let Resolved::Forward(id) = res else {
             panic!("{dst}: {res:?}");
@@ -1064,7 +1064,7 @@ fn bgp_next_hops_resolve_to_the_peer_on_eth1() {
     }
     // A withdrawn one falls through to nothing (no default route in this capture).
     assert_eq!(
-        r.lookup4(0, u32::from(Ipv4Addr::new(10, 128, 5, 1)), 0),
+        r.lookup4(0, u32::from(Ipv4Addr::new(10, 128, 5, 1)), || 0),
         Resolved::NoRoute
     );
     // One unnamed next hop per distinct gateway, plus the on-link ones of
@@ -1223,8 +1223,8 @@ fn ecmp_multipath_spreads_flows_over_both_peers() {
         let mut seen = BTreeSet::new();
         for h in 0..64u32 {
             let res = match dst {
-                IpAddr::V4(a) => r.lookup4(0, u32::from(a), h.wrapping_mul(0x9e37_79b9)),
-                IpAddr::V6(a) => r.lookup6(0, u128::from(a), h.wrapping_mul(0x9e37_79b9)),
+                IpAddr::V4(a) => r.lookup4(0, u32::from(a), || h.wrapping_mul(0x9e37_79b9)),
+                IpAddr::V6(a) => r.lookup6(0, u128::from(a), || h.wrapping_mul(0x9e37_79b9)),
             };
             let Resolved::Forward(id) = res else {
                 panic!("{dst}: {res:?}")
@@ -1313,11 +1313,11 @@ fn static_added_phase_has_rejects_and_two_groups() {
     assert_eq!(r.groups().count(), 2);
     // A reject answers; a blackhole drops.
     assert_eq!(
-        r.lookup4(0, u32::from(Ipv4Addr::new(198, 51, 100, 1)), 0),
+        r.lookup4(0, u32::from(Ipv4Addr::new(198, 51, 100, 1)), || 0),
         Resolved::Reject
     );
     assert_eq!(
-        r.lookup4(0, u32::from(Ipv4Addr::new(192, 0, 2, 1)), 0),
+        r.lookup4(0, u32::from(Ipv4Addr::new(192, 0, 2, 1)), || 0),
         Resolved::Blackhole
     );
 }

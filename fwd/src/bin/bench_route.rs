@@ -154,7 +154,7 @@ fn lookup4_ns(r: &Routing, d: &[u32], burst: usize) -> f64 {
         let mut acc = 0u64;
         if burst == 1 {
             for (&a, &hh) in d.iter().zip(&h) {
-                if let Resolved::Forward(n) = r.lookup4(0, a, hh) {
+                if let Resolved::Forward(n) = r.lookup4(0, a, || hh) {
                     acc += u64::from(n);
                 }
             }
@@ -221,7 +221,7 @@ fn lookup6_ns(r: &Routing, d: &[u128], burst: usize) -> f64 {
         let mut acc = 0u64;
         if burst == 1 {
             for (&a, &hh) in d.iter().zip(&h) {
-                if let Resolved::Forward(n) = r.lookup6(0, a, hh) {
+                if let Resolved::Forward(n) = r.lookup6(0, a, || hh) {
                     acc += u64::from(n);
                 }
             }

@@ -258,7 +258,7 @@ workers:
         let t = initial_tables(&cfg, &[], &mut acl_w, Startup::Config).unwrap();
         let r = t
             .routing
-            .lookup4(0, u32::from(std::net::Ipv4Addr::new(10, 9, 1, 1)), 0);
+            .lookup4(0, u32::from(std::net::Ipv4Addr::new(10, 9, 1, 1)), || 0);
         let crate::route::Resolved::Forward(nh) = r else {
             panic!("{r:?}")
         };

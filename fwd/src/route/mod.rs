@@ -638,20 +638,22 @@ impl Routing {
         }
     }
 
-    /// IPv4 lookup with ECMP resolved by `flow_hash`.
+    /// IPv4 lookup; `flow_hash` is called only when the route is an ECMP
+    /// group (the hash selects the member).
     #[inline]
-    pub fn lookup4(&self, vrf: Vrf, dst: u32, flow_hash: u32) -> Resolved {
+    pub fn lookup4(&self, vrf: Vrf, dst: u32, flow_hash: impl FnOnce() -> u32) -> Resolved {
         match self.vrfs.get(&vrf) {
-            Some(t) => self.resolve(t.v4.fib.lookup(dst), || flow_hash),
+            Some(t) => self.resolve(t.v4.fib.lookup(dst), flow_hash),
             None => Resolved::NoRoute,
         }
     }
 
-    /// IPv6 lookup (`dst` is `u128::from_be_bytes(octets)`).
+    /// IPv6 lookup (`dst` is `u128::from_be_bytes(octets)`); `flow_hash`
+    /// as for [`Routing::lookup4`].
     #[inline]
-    pub fn lookup6(&self, vrf: Vrf, dst: u128, flow_hash: u32) -> Resolved {
+    pub fn lookup6(&self, vrf: Vrf, dst: u128, flow_hash: impl FnOnce() -> u32) -> Resolved {
         match self.vrfs.get(&vrf) {
-            Some(t) => self.resolve(t.v6.fib.lookup(dst), || flow_hash),
+            Some(t) => self.resolve(t.v6.fib.lookup(dst), flow_hash),
             None => Resolved::NoRoute,
         }
     }
@@ -859,13 +861,6 @@ impl Routing {
     /// ECMP groups, ascending id.
     pub fn groups(&self) -> impl Iterator<Item = (GroupId, &Group)> + '_ {
         self.groups.iter().map(|(i, g)| (i, &**g))
-    }
-
-    /// Whether any ECMP group exists: while none does, lookups ignore the
-    /// flow hash, so the data path need not compute it.
-    #[inline]
-    pub fn has_groups(&self) -> bool {
-        self.groups.len() > 0
     }
 
     /// Routes and group memberships using next hop `id`.

@@ -382,7 +382,13 @@ fn check_version(width: u8, r: &Routing, m: &RefLpm, extra: &[u128], seed: u64) 
             // The hash is asked for exactly when the route is a group.
             assert_eq!(asked[i], matches!(want, Some(Target::Group(_))), "{a:#x}");
             assert_eq!(r.target4(0, a), want, "addr {}", Ipv4Addr::from(a));
-            assert_eq!(r.lookup4(0, a, hashes[i]), out[i]);
+            let mut single_asked = false;
+            let single = r.lookup4(0, a, || {
+                single_asked = true;
+                hashes[i]
+            });
+            assert_eq!(single, out[i]);
+            assert_eq!(single_asked, asked[i], "single lookup {a:#x}");
             assert_eq!(out[i], resolve_model(r, want, hashes[i]));
             assert_eq!(r.route4(0, a).map(|x| x.1), want);
         }
@@ -406,7 +412,13 @@ fn check_version(width: u8, r: &Routing, m: &RefLpm, extra: &[u128], seed: u64) 
             let want = m.lookup6(a);
             assert_eq!(asked[i], matches!(want, Some(Target::Group(_))), "{a:#x}");
             assert_eq!(r.target6(0, a), want, "addr {a:#x}");
-            assert_eq!(r.lookup6(0, a, hashes[i]), out[i]);
+            let mut single_asked = false;
+            let single = r.lookup6(0, a, || {
+                single_asked = true;
+                hashes[i]
+            });
+            assert_eq!(single, out[i]);
+            assert_eq!(single_asked, asked[i], "single lookup {a:#x}");
             assert_eq!(out[i], resolve_model(r, want, hashes[i]));
             assert_eq!(r.route6(0, a).map(|x| x.1), want);
         }
@@ -554,10 +566,10 @@ fn ecmp_is_stable_per_flow_and_follows_weights() {
     for h in 0..n {
         // a spread of flow hashes, including ones that differ only in high bits
         let hash = h.wrapping_mul(2_654_435_761) ^ (h << 20);
-        let Resolved::Forward(x) = r.lookup4(0, 0x0a01_0203, hash) else {
+        let Resolved::Forward(x) = r.lookup4(0, 0x0a01_0203, || hash) else {
             panic!("no forward");
         };
-        assert_eq!(r.lookup4(0, 0x0a01_0203, hash), Resolved::Forward(x));
+        assert_eq!(r.lookup4(0, 0x0a01_0203, || hash), Resolved::Forward(x));
         count[x as usize] += 1;
     }
     for (nh, w) in [(3usize, 1.0), (4, 2.0), (5, 5.0)] {
@@ -567,7 +579,7 @@ fn ecmp_is_stable_per_flow_and_follows_weights() {
     // Hashes that share their low bits (one RSS queue) still spread.
     let mut seen = HashSet::new();
     for h in 0..64u32 {
-        if let Resolved::Forward(x) = r.lookup4(0, 0x0a00_0001, h << 8) {
+        if let Resolved::Forward(x) = r.lookup4(0, 0x0a00_0001, || h << 8) {
             seen.insert(x);
         }
     }
@@ -577,7 +589,10 @@ fn ecmp_is_stable_per_flow_and_follows_weights() {
         .apply(&[add(p4("11.0.0.0/8"), Target::NextHop(1))])
         .unwrap();
     for h in 0..1000u32 {
-        assert_eq!(r.lookup4(0, 0x0a00_0001, h), r2.lookup4(0, 0x0a00_0001, h));
+        assert_eq!(
+            r.lookup4(0, 0x0a00_0001, || h),
+            r2.lookup4(0, 0x0a00_0001, || h)
+        );
     }
 }
 
@@ -609,19 +624,19 @@ fn nexthop_update_reaches_every_route() {
         }])
         .unwrap();
     for a in [0x0a00_0001u32, 0x0a01_0001] {
-        let Resolved::Forward(id) = r2.lookup4(0, a, 0) else {
+        let Resolved::Forward(id) = r2.lookup4(0, a, || 0) else {
             panic!()
         };
         assert_eq!(r2.nexthop(id).unwrap().mac, Some(mac));
         assert_eq!(r.nexthop(id).unwrap().mac, None, "old version unchanged");
     }
-    let Resolved::Forward(id) = r2.lookup6(0, 0x2001_0db8 << 96, 0) else {
+    let Resolved::Forward(id) = r2.lookup6(0, 0x2001_0db8 << 96, || 0) else {
         panic!()
     };
     assert_eq!(r2.nexthop(id).unwrap().mac, Some(mac));
     // the group member resolves to the updated next hop as well
     let with_1 = (0..64u32)
-        .filter_map(|h| match r2.lookup4(0, 0x0a01_0203, h) {
+        .filter_map(|h| match r2.lookup4(0, 0x0a01_0203, || h) {
             Resolved::Forward(1) => Some(()),
             _ => None,
         })
@@ -792,9 +807,9 @@ fn vrfs_are_separate() {
             add(p4("10.0.0.0/8"), Target::NextHop(2)),
         ])
         .unwrap();
-    assert_eq!(r.lookup4(7, 0x0a00_0001, 0), Resolved::Forward(1));
-    assert_eq!(r.lookup4(0, 0x0a00_0001, 0), Resolved::Forward(2));
-    assert_eq!(r.lookup4(8, 0x0a00_0001, 0), Resolved::NoRoute);
+    assert_eq!(r.lookup4(7, 0x0a00_0001, || 0), Resolved::Forward(1));
+    assert_eq!(r.lookup4(0, 0x0a00_0001, || 0), Resolved::Forward(2));
+    assert_eq!(r.lookup4(8, 0x0a00_0001, || 0), Resolved::NoRoute);
     let mut out = [Resolved::Local; 2];
     r.lookup4_burst(8, &[1, 2], |_| unreachable!("no table, no group"), &mut out);
     assert_eq!(out, [Resolved::NoRoute; 2]);
@@ -1050,7 +1065,7 @@ fn routes_keep_their_origin_and_the_fib_ignores_it() {
     assert_eq!(old.map(|e| e.origin), Some(Origin::fpm(186)));
     let r2 = t.commit();
     assert_eq!(r2.entry(0, pfx).unwrap().origin, Origin::STATIC);
-    assert_eq!(r2.lookup4(0, 0x0a09_0001, 0), Resolved::Blackhole);
+    assert_eq!(r2.lookup4(0, 0x0a09_0001, || 0), Resolved::Blackhole);
     // Deleted prefixes are recorded on request.
     let mut t = r2.txn();
     t.record_removals();

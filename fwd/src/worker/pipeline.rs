@@ -334,17 +334,16 @@ impl Pipeline<'_> {
     }
 
     /// Stage 3: longest-prefix match, batched per family; policy-routed
-    /// packets one by one. The flow hash only matters to ECMP groups: the
-    /// burst lookups ask for it only for packets whose route is a group.
+    /// packets one by one. The flow hash only matters to ECMP groups: every
+    /// lookup asks for it only for packets whose route is a group.
     #[inline(always)]
     pub fn route(&self, s: &mut Scratch, n: usize) {
         let t = self.tables;
-        let ecmp = t.routing.has_groups();
         let (mut n4, mut n6) = (0usize, 0usize);
         for i in 0..n {
             if let Verdict::RouteIn(vrf) = s.verdict[i] {
                 let p = &s.parsed[i];
-                let h = if ecmp { pkt::flow_hash(p) } else { 0 };
+                let h = || pkt::flow_hash(p);
                 s.verdict[i] = self.resolved(match p.kind {
                     L3Kind::V4 => t.routing.lookup4(vrf, p.dst_v4(), h),
                     L3Kind::V6 => t.routing.lookup6(vrf, p.dst_v6(), h),
