@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{exact_word, point4, point6, BoxRule, Compiled, B4, B6, D4, D6};
+use super::compiled::{exact_word, point4, point6, BoxRule, Compiled, Leaf, Leaf4, Leaf6, D4, D6};
 use super::counters::CounterSet;
 use super::overlay::{OvRule, Overlay};
 use super::rule::{Family, Key, Rule, RuleError, RuleId};
@@ -27,8 +27,8 @@ pub(crate) struct Base {
     /// `entries[i].order`, dense: compared with the overlay on every lookup
     /// without touching the (scattered) entry.
     orders: Vec<u64>,
-    v4: Vec<Tree<D4, B4>>,
-    v6: Vec<Tree<D6, B6>>,
+    v4: Vec<Tree<D4, Leaf4>>,
+    v6: Vec<Tree<D6, Leaf6>>,
 }
 
 /// Group of a rule: 0 specific source, 1 wild source / specific
@@ -108,12 +108,12 @@ impl Base {
                 r6[group(&e.compiled, shared6)].push(BoxRule::v6(m, i as u32));
             }
         }
-        let mut v4: Vec<Tree<D4, B4>> = r4
+        let mut v4: Vec<Tree<D4, Leaf4>> = r4
             .into_iter()
             .filter(|g| !g.is_empty())
             .map(|g| Tree::build(g, params))
             .collect();
-        let mut v6: Vec<Tree<D6, B6>> = r6
+        let mut v6: Vec<Tree<D6, Leaf6>> = r6
             .into_iter()
             .filter(|g| !g.is_empty())
             .map(|g| Tree::build(g, params))
@@ -144,8 +144,8 @@ impl Base {
 /// [`Classifier::classify`]'s `None` folds away and the first lookup pays
 /// nothing for the continued one.
 #[inline(always)]
-fn lookup_trees<const D: usize, const B: usize>(
-    trees: &[Tree<D, B>],
+fn lookup_trees<const D: usize, L: Leaf<D>>(
+    trees: &[Tree<D, L>],
     p: &[i32; D],
     ex: u64,
     dead: Option<&[u64]>,

@@ -198,11 +198,20 @@ pub(crate) fn flip(x: u32) -> i32 {
     (x ^ 0x8000_0000) as i32
 }
 
-/// Leading box dimensions a leaf checks as ranges: IPv4 src, dst, sport,
-/// dport.
-pub(crate) const B4: usize = 4;
-/// IPv6: 8 address words, sport, dport.
-pub(crate) const B6: usize = 10;
+/// How a tree's leaves store and check their candidate rules: one 64-byte
+/// record per candidate, so a leaf scan streams through adjacent cache
+/// lines. [`Leaf4`] for the IPv4 tree, [`Leaf6`] for the IPv6 one.
+pub(crate) trait Leaf<const D: usize>: Copy + std::fmt::Debug {
+    /// The key as the records compare it, made once per leaf scan.
+    type Probe: Copy;
+    /// The record of box `b`; what does not fit goes to `long` (the tree's
+    /// side table, passed back to [`Leaf::matches`]).
+    fn from_box(b: &BoxRule<D>, long: &mut Vec<[u64; 4]>) -> Self;
+    fn probe(p: &[i32; D]) -> Self::Probe;
+    /// Base index of the rule.
+    fn idx(&self) -> u32;
+    fn matches(&self, q: &Self::Probe, ex: u64, long: &[[u64; 4]]) -> bool;
+}
 
 /// The exact-or-masked fields of a key in one word, for the leaf check:
 /// proto | dscp << 8 | in_port << 16 | vlan << 32 | tcp_flags << 48 (the
@@ -216,56 +225,170 @@ pub(crate) fn exact_word(k: &Key) -> u64 {
         | (k.tcp_flags as u64) << 48
 }
 
-/// A rule as a leaf checks it: the first `B` box dimensions as ranges
-/// (sign-flipped) and every other field as one `value/mask` word (they are
-/// exact-or-wildcard, or masked: proto, flags). 64 bytes for IPv4: one
-/// cache line per candidate.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
-pub(crate) struct LeafRule<const B: usize> {
-    pub lo: [i32; B],
-    pub hi: [i32; B],
-    pub val: u64,
-    pub mask: u64,
-    pub idx: u32,
+/// `value/mask` of the exact-or-masked fields of a box whose dimensions
+/// `at..` are proto, in_port, vlan, dscp (see `common_dims`), in
+/// [`exact_word`]'s layout.
+fn exact_of<const D: usize>(b: &BoxRule<D>, at: usize) -> (u64, u64) {
+    // Exact (lo == hi) or full range.
+    let ex = |d: usize, shift: u32, width: u64| -> (u64, u64) {
+        if b.lo[d] == b.hi[d] {
+            ((b.lo[d] as u64) << shift, width << shift)
+        } else {
+            (0, 0)
+        }
+    };
+    let (ip, ipm) = ex(at + 1, 16, 0xFFFF);
+    let (vl, vlm) = ex(at + 2, 32, 0xFFFF);
+    let (ds, dsm) = ex(at + 3, 8, 0xFF);
+    (
+        b.proto.value as u64 | (b.flags.value as u64) << 48 | ip | vl | ds,
+        b.proto.mask as u64 | (b.flags.mask as u64) << 48 | ipm | vlm | dsm,
+    )
 }
 
-impl<const B: usize> LeafRule<B> {
-    /// From a box whose dimensions `B..` are proto, in_port, vlan, dscp.
-    pub fn from_box<const D: usize>(b: &BoxRule<D>) -> Self {
-        let mut lo = [0i32; B];
-        let mut hi = [0i32; B];
-        for d in 0..B {
-            lo[d] = flip(b.lo[d]);
-            hi[d] = flip(b.hi[d]);
-        }
-        // Exact (lo == hi) or full range: see `common_dims`.
-        let ex = |d: usize, shift: u32, width: u64| -> (u64, u64) {
-            if b.lo[d] == b.hi[d] {
-                ((b.lo[d] as u64) << shift, width << shift)
-            } else {
-                (0, 0)
-            }
-        };
-        let (ip, ipm) = ex(B + 1, 16, 0xFFFF);
-        let (vl, vlm) = ex(B + 2, 32, 0xFFFF);
-        let (ds, dsm) = ex(B + 3, 8, 0xFF);
-        LeafRule {
-            lo,
-            hi,
-            val: b.proto.value as u64 | (b.flags.value as u64) << 48 | ip | vl | ds,
-            mask: b.proto.mask as u64 | (b.flags.mask as u64) << 48 | ipm | vlm | dsm,
+/// An IPv4 candidate: src, dst, sport, dport as (sign-flipped) ranges and
+/// every other field as one `value/mask` word (they are exact-or-wildcard,
+/// or masked: proto, flags). 52 bytes in one cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub(crate) struct Leaf4 {
+    lo: [i32; 4],
+    hi: [i32; 4],
+    val: u64,
+    mask: u64,
+    idx: u32,
+}
+
+impl Leaf<D4> for Leaf4 {
+    type Probe = [i32; 4];
+
+    fn from_box(b: &BoxRule<D4>, _: &mut Vec<[u64; 4]>) -> Self {
+        let (val, mask) = exact_of(b, 4);
+        Leaf4 {
+            lo: [0, 1, 2, 3].map(|d| flip(b.lo[d])),
+            hi: [0, 1, 2, 3].map(|d| flip(b.hi[d])),
+            val,
+            mask,
             idx: b.idx,
         }
     }
 
     #[inline(always)]
-    pub fn matches<const D: usize>(&self, p: &[i32; D], ex: u64) -> bool {
+    fn probe(p: &[i32; D4]) -> [i32; 4] {
+        [p[0], p[1], p[2], p[3]]
+    }
+
+    #[inline(always)]
+    fn idx(&self) -> u32 {
+        self.idx
+    }
+
+    #[inline(always)]
+    fn matches(&self, q: &[i32; 4], ex: u64, _: &[[u64; 4]]) -> bool {
         let mut ok = true;
-        for ((&x, &lo), &hi) in p.iter().zip(&self.lo).zip(&self.hi) {
+        for ((&x, &lo), &hi) in q.iter().zip(&self.lo).zip(&self.hi) {
             ok &= (x >= lo) & (x <= hi);
         }
         ok & (ex & self.mask == self.val)
+    }
+}
+
+/// An IPv6 candidate in one cache line: the high 64 bits of each address
+/// as `value/mask` (a prefix), the ports as ranges, the exact word as in
+/// [`Leaf4`]. The low 64 bits, which only prefixes longer than /64
+/// constrain, are in the tree's side table at `long` (`u32::MAX`: none),
+/// checked only when the rest matched. As 8 address words of ranges the
+/// record took two lines and 20 compares.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub(crate) struct Leaf6 {
+    /// High 64 bits: [value, mask].
+    src: [u64; 2],
+    dst: [u64; 2],
+    /// sport lo, hi, dport lo, hi.
+    ports: [u16; 4],
+    val: u64,
+    mask: u64,
+    idx: u32,
+    long: u32,
+}
+
+// One cache line per candidate, for both families.
+const _: () = assert!(std::mem::size_of::<Leaf4>() == 64 && std::mem::size_of::<Leaf6>() == 64);
+
+/// A 64-bit `value/mask` from two consecutive address words of a box
+/// (ranges made from a prefix by `word_range`: `lo = w & m`, `hi = w | !m`).
+fn prefix64<const D: usize>(b: &BoxRule<D>, d: usize) -> [u64; 2] {
+    let word = |d: usize| {
+        let m = !(b.lo[d] ^ b.hi[d]);
+        debug_assert!(m.leading_ones() + m.trailing_zeros() == 32 || m == 0);
+        (b.lo[d] as u64, m as u64)
+    };
+    let ((v0, m0), (v1, m1)) = (word(d), word(d + 1));
+    [v0 << 32 | v1, m0 << 32 | m1]
+}
+
+/// An IPv6 key's addresses (high, low halves) and ports, unflipped.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Probe6 {
+    src: [u64; 2],
+    dst: [u64; 2],
+    sport: u16,
+    dport: u16,
+}
+
+impl Leaf<D6> for Leaf6 {
+    type Probe = Probe6;
+
+    fn from_box(b: &BoxRule<D6>, long: &mut Vec<[u64; 4]>) -> Self {
+        let (val, mask) = exact_of(b, 10);
+        let (s_lo, d_lo) = (prefix64(b, 2), prefix64(b, 6));
+        let at = if s_lo[1] | d_lo[1] != 0 {
+            long.push([s_lo[0], s_lo[1], d_lo[0], d_lo[1]]);
+            (long.len() - 1) as u32
+        } else {
+            u32::MAX
+        };
+        Leaf6 {
+            src: prefix64(b, 0),
+            dst: prefix64(b, 4),
+            ports: [b.lo[8], b.hi[8], b.lo[9], b.hi[9]].map(|x| x as u16),
+            val,
+            mask,
+            idx: b.idx,
+            long: at,
+        }
+    }
+
+    #[inline(always)]
+    fn probe(p: &[i32; D6]) -> Probe6 {
+        let w = |i: usize| (p[i] as u32 ^ 0x8000_0000) as u64;
+        Probe6 {
+            src: [w(0) << 32 | w(1), w(2) << 32 | w(3)],
+            dst: [w(4) << 32 | w(5), w(6) << 32 | w(7)],
+            sport: w(8) as u16,
+            dport: w(9) as u16,
+        }
+    }
+
+    #[inline(always)]
+    fn idx(&self) -> u32 {
+        self.idx
+    }
+
+    #[inline(always)]
+    fn matches(&self, q: &Probe6, ex: u64, long: &[[u64; 4]]) -> bool {
+        let ok = (q.src[0] & self.src[1] == self.src[0])
+            & (q.dst[0] & self.dst[1] == self.dst[0])
+            & (q.sport >= self.ports[0])
+            & (q.sport <= self.ports[1])
+            & (q.dport >= self.ports[2])
+            & (q.dport <= self.ports[3])
+            & (ex & self.mask == self.val);
+        ok && (self.long == u32::MAX || {
+            let l = &long[self.long as usize];
+            (q.src[1] & l[1] == l[0]) & (q.dst[1] & l[3] == l[2])
+        })
     }
 }
 

@@ -22,7 +22,7 @@
 //! * Lookups of a burst descend all lanes interleaved (each round issues
 //!   one independent node load per unfinished lane) before scanning leaves.
 
-use super::compiled::{flip, BoxRule, LeafRule};
+use super::compiled::{flip, BoxRule, Leaf};
 
 /// Leaf size under which a region is not split further.
 pub(crate) const LEAF_MAX: usize = 8;
@@ -100,14 +100,16 @@ pub struct TreeStats {
 
 /// Immutable tree over rules sorted by precedence (rank 0 = best).
 #[derive(Clone, Debug)]
-pub(crate) struct Tree<const D: usize, const B: usize> {
+pub(crate) struct Tree<const D: usize, L> {
     nodes: Vec<Node>,
     /// Build-time boxes (emptied after the build).
     rules: Vec<BoxRule<D>>,
     /// Each leaf's candidates, copied contiguously in precedence order
     /// (sign-flipped boxes), so a leaf scan streams through adjacent lines
     /// instead of chasing one rule per cache miss.
-    arena: Vec<LeafRule<B>>,
+    arena: Vec<L>,
+    /// What the records do not hold (see [`Leaf::from_box`]).
+    long: Vec<[u64; 4]>,
     /// Build-time leaf lists (ranks), parallel to `arena`.
     ext: Vec<u32>,
     n_rules: usize,
@@ -129,13 +131,14 @@ struct Split {
     total: usize,
 }
 
-impl<const D: usize, const B: usize> Tree<D, B> {
+impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     /// Build over `rules`, which must be sorted by precedence.
     pub fn build(rules: Vec<BoxRule<D>>, params: TreeParams) -> Self {
         let mut t = Tree {
             nodes: Vec::with_capacity(rules.len() / 2 + 1),
             rules,
             arena: Vec::new(),
+            long: Vec::new(),
             ext: Vec::new(),
             n_rules: 0,
             first: u32::MAX,
@@ -181,11 +184,13 @@ impl<const D: usize, const B: usize> Tree<D, B> {
         t.park = t.nodes.len();
         t.nodes.push(Node([0; 16]));
         t.set_leaf(t.park, &[]);
+        let mut long = Vec::new();
         t.arena = t
             .ext
             .iter()
-            .map(|&r| LeafRule::from_box(&t.rules[r as usize]))
+            .map(|&r| L::from_box(&t.rules[r as usize], &mut long))
             .collect();
+        t.long = long;
         t.n_rules = t.rules.len();
         t.first = t.rules.first().map_or(u32::MAX, |r| r.idx);
         t.rules = Vec::new();
@@ -245,7 +250,8 @@ impl<const D: usize, const B: usize> Tree<D, B> {
 
     pub fn mem_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.arena.capacity() * std::mem::size_of::<LeafRule<B>>()
+            + self.arena.capacity() * std::mem::size_of::<L>()
+            + self.long.capacity() * std::mem::size_of::<[u64; 4]>()
             + self.root.capacity() * 4
     }
 
@@ -512,7 +518,7 @@ impl<const D: usize, const B: usize> Tree<D, B> {
     }
 
     #[inline(always)]
-    fn leaf_list(&self, leaf: usize) -> &[LeafRule<B>] {
+    fn leaf_list(&self, leaf: usize) -> &[L] {
         let node = &self.nodes[leaf].0;
         let off = node[0] as usize;
         &self.arena[off..off + node[1] as usize]
@@ -531,12 +537,13 @@ impl<const D: usize, const B: usize> Tree<D, B> {
             steps += 1;
         }
         let mut checks = 0;
+        let q = L::probe(p);
         for b in self.leaf_list(n) {
-            if b.idx >= bound {
+            if b.idx() >= bound {
                 break;
             }
             checks += 1;
-            if b.matches(p, ex) {
+            if b.matches(&q, ex, &self.long) {
                 break;
             }
         }
@@ -558,8 +565,8 @@ impl<const D: usize, const B: usize> Tree<D, B> {
     ) -> Option<u32> {
         let list = self.leaf_list(leaf);
         // Candidates are in base-index order.
-        let start = list.partition_point(|b| b.idx < lo);
-        first_live(&list[start..], p, ex, dead, bound)
+        let start = list.partition_point(|b| b.idx() < lo);
+        first_live(&list[start..], &L::probe(p), ex, &self.long, dead, bound)
     }
 
     /// First live rule of leaf `leaf` matching the point with base index
@@ -573,28 +580,37 @@ impl<const D: usize, const B: usize> Tree<D, B> {
         dead: Option<&[u64]>,
         bound: u32,
     ) -> Option<u32> {
-        first_live(self.leaf_list(leaf), p, ex, dead, bound)
+        first_live(
+            self.leaf_list(leaf),
+            &L::probe(p),
+            ex,
+            &self.long,
+            dead,
+            bound,
+        )
     }
 }
 
 /// The first live rule of `list` (in base-index order) matching the point
 /// with base index `< bound`.
 #[inline(always)]
-fn first_live<const D: usize, const B: usize>(
-    list: &[LeafRule<B>],
-    p: &[i32; D],
+fn first_live<const D: usize, L: Leaf<D>>(
+    list: &[L],
+    q: &L::Probe,
     ex: u64,
+    long: &[[u64; 4]],
     dead: Option<&[u64]>,
     bound: u32,
 ) -> Option<u32> {
     for b in list {
-        if b.idx >= bound {
+        let idx = b.idx();
+        if idx >= bound {
             return None;
         }
-        if b.matches(p, ex) {
+        if b.matches(q, ex, long) {
             match dead {
-                Some(dead) if dead[(b.idx >> 6) as usize] >> (b.idx & 63) & 1 != 0 => {}
-                _ => return Some(b.idx),
+                Some(dead) if dead[(idx >> 6) as usize] >> (idx & 63) & 1 != 0 => {}
+                _ => return Some(idx),
             }
         }
     }
