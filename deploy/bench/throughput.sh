@@ -10,11 +10,22 @@
 # BASELINE_FWD=/path/to/another/fwd (BASELINE_LABEL=name) adds a row for
 # that binary (e.g. the previous commit's release build) on the same recipe
 # in the same run.
+#
+# LOADED=1: the same traffic with the full IPv4 view of $FWD_DATA beside the
+# ROUTES routes (902k, via the same neighbour) and a 10k ACL (ClassBench
+# lyxocs acl1_10k, every rule a permit, then a final permit), loaded with
+# fwdctl -b once the daemon forwards, before the measured intervals
+# (-> bench-results/throughput_loaded.md).
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
 ROUTES="${1:-1000}"
+LOADED="${LOADED:-0}"
 OUT="$ROOT/bench-results/throughput.md"
+if [ "$LOADED" = 1 ]; then
+    find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
+    OUT="$ROOT/bench-results/throughput_loaded.md"
+fi
 
 "$ROOT/deploy/setup.sh" --hugepages 512
 build_release
@@ -22,18 +33,61 @@ WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 "$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$ROUTES"
 write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-rx=1" true
+load_note=""
+if [ "$LOADED" = 1 ]; then
+    echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
+    zcat "$FWD_DATA/routing/ipv4_fulltable_gaissmai.txt.gz" \
+        | awk '{print "route add " $1 " via 10.9.0.2 dev out"}' > "$WORK/tables.batch"
+    # ClassBench: @src dst sport_lo : sport_hi dport_lo : dport_hi proto/mask ...
+    awk -F'\t' 'function hex(s,  i, n) {
+        s = tolower(s); sub(/^0x/, "", s); n = 0;
+        for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1;
+        return n
+    } {
+        sub(/^@/, "", $1); split($3, sp, " : "); split($4, dp, " : "); split($5, pr, "/");
+        m = "";
+        if ($1 !~ /\/0$/) m = m " src " $1;
+        if ($2 !~ /\/0$/) m = m " dst " $2;
+        if (sp[1] + 0 != 0 || sp[2] + 0 != 65535) m = m " sport " sp[1] "-" sp[2];
+        if (dp[1] + 0 != 0 || dp[2] + 0 != 65535) m = m " dport " dp[1] "-" dp[2];
+        if (tolower(pr[2]) == "0xff") m = m " proto " hex(pr[1]);
+        print "rule add prio " NR m " action permit"
+    } END { print "rule add prio 1000000 action permit" }' \
+        "$FWD_DATA/classbench/lyxocs/acl1_10k" >> "$WORK/tables.batch"
+    load_note="$(grep -c '^route add' "$WORK/tables.batch") routes and $(grep -c '^rule add' "$WORK/tables.batch") rules"
+fi
 
-# fwd: stats every 10 s for 31 s; the first line includes start-up, the
-# next two are steady state.
-timeout -s INT 33 "$ROOT/target/release/fwd" "$WORK/fwd.yaml" --stats-interval 10 \
-    > "$WORK/fwd.out" 2> "$WORK/fwd.err" || true
-fwd_rates=$(grep -o 'in: rx *[0-9.]* Mpps' "$WORK/fwd.out" | awk '{print $3}' | tail -n 2)
+# fwd: stats every 10 s for 31 s; the first line includes start-up (and,
+# with LOADED=1, the table load), the next two are steady state.
+run_fwd() {
+    local bin="$1" out="$2" load="$3"
+    timeout -s INT 33 "$bin" "$WORK/fwd.yaml" --stats-interval 10 > "$out.out" 2> "$out.err" &
+    local pid=$!
+    if [ "$load" = 1 ]; then
+        wait_forwarding "$out.err" || { kill "$pid"; return 1; }
+        local t0 t1
+        t0=$(date +%s.%N)
+        if ! "$ROOT/target/release/fwdctl" -s "$WORK/fwd.sock" -b "$WORK/tables.batch" > "$out.load" 2>&1; then
+            kill "$pid"
+            cat "$out.load" >&2
+            return 1
+        fi
+        t1=$(date +%s.%N)
+        awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}' > "$out.load_s"
+    fi
+    wait "$pid" || true
+    grep -o 'in: rx *[0-9.]* Mpps' "$out.out" | awk '{print $3}' | tail -n 2
+}
+fwd_rates=$(run_fwd "$ROOT/target/release/fwd" "$WORK/fwd" "$LOADED") || { echo "bench: loading the tables failed" >&2; exit 1; }
 [ -n "$fwd_rates" ] || { cat "$WORK/fwd.err"; echo "bench: fwd produced no rates" >&2; exit 1; }
 base_rates=""
 if [ -n "${BASELINE_FWD:-}" ]; then
-    timeout -s INT 33 "$BASELINE_FWD" "$WORK/fwd.yaml" --stats-interval 10 \
-        > "$WORK/base.out" 2> "$WORK/base.err" || true
-    base_rates=$(grep -o 'in: rx *[0-9.]* Mpps' "$WORK/base.out" | awk '{print $3}' | tail -n 2)
+    base_rates=$(run_fwd "$BASELINE_FWD" "$WORK/base" "$LOADED") || { echo "bench: loading the tables failed" >&2; exit 1; }
+fi
+# With LOADED=1, the same binary without the load, in the same run.
+bare_rates=""
+if [ "$LOADED" = 1 ]; then
+    bare_rates=$(run_fwd "$ROOT/target/release/fwd" "$WORK/bare" 0)
 fi
 
 # testpmd: same vdevs, same lcores, its own stats period.
@@ -59,9 +113,18 @@ ratio=$(awk -v a="$fwd_avg" -v b="$mac_avg" 'BEGIN { if (b > 0) printf "%.2f", a
 nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else print "n/a" }')
 
 {
-    echo "# Throughput: plain IPv4 forwarding, one worker lcore"
-    echo
-    echo "- command: \`deploy/bench/throughput.sh $ROUTES\`"
+    if [ "$LOADED" = 1 ]; then
+        echo "# Throughput: IPv4 forwarding with the full view and a 10k ACL loaded, one worker lcore"
+        echo
+        echo "- command: \`LOADED=1 deploy/bench/throughput.sh $ROUTES\`"
+        echo "- loaded with one \`fwdctl -b\` after start-up: $load_note (ClassBench lyxocs"
+        echo "  acl1_10k, each rule a permit, then a final permit: a packet walks the trees to"
+        echo "  a leaf whichever rule it matches); load took $(cat "$WORK/fwd.load_s") s"
+    else
+        echo "# Throughput: plain IPv4 forwarding, one worker lcore"
+        echo
+        echo "- command: \`deploy/bench/throughput.sh $ROUTES\`"
+    fi
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
     echo "- recipe: 512 x 2 MiB hugepages, net_pcap infinite replay of 4096 64-byte UDP flows"
@@ -70,7 +133,13 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     echo
     echo "| program | Mpps (per 10 s interval) | mean Mpps | ns/packet |"
     echo "|---|---|---|---|"
-    echo "| fwd (parse + LPM + TTL/checksum + MAC rewrite) | $(echo $fwd_rates) | $fwd_avg | $nspp |"
+    if [ "$LOADED" = 1 ]; then
+        echo "| fwd, full view + 10k ACL loaded | $(echo $fwd_rates) | $fwd_avg | $nspp |"
+        bare_avg=$(echo "$bare_rates" | avg)
+        echo "| fwd, $ROUTES routes only (same binary, same run) | $(echo $bare_rates) | $bare_avg | $(awk -v a="$bare_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
+    else
+        echo "| fwd (parse + LPM + TTL/checksum + MAC rewrite) | $(echo $fwd_rates) | $fwd_avg | $nspp |"
+    fi
     if [ -n "$base_rates" ]; then
         base_avg=$(echo "$base_rates" | avg)
         echo "| baseline fwd (${BASELINE_LABEL:-$BASELINE_FWD}) | $(echo $base_rates) | $base_avg | $(awk -v a="$base_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
