@@ -436,6 +436,10 @@ fn main() {
         sweep(&data);
         return;
     }
+    if std::env::var_os("BENCH_ACL_LATE").is_some() {
+        println!("{}", late_match(&data).trim());
+        return;
+    }
     if std::env::var_os("BENCH_ACL_V6").is_some() {
         println!("{}", v6_rows(&data).trim());
         return;
@@ -1027,4 +1031,47 @@ fn v6_rows(data: &Path) -> String {
         );
     }
     md
+}
+
+/// BENCH_ACL_LATE=1: acl1_10k with traffic that only its catch-all rules
+/// match (the throughput recipe's UDP 10.0.0.0/16 -> 10.1.0.0/16): the
+/// lookup walks every tree to a leaf and scans each leaf to its end.
+fn late_match(data: &Path) -> String {
+    let (acl1, _, inside) = lyxocs_10k(data);
+    let (_w, c, _) = build(&acl1, Config::default());
+    let mut rng = Rng(0x1A7E);
+    let keys: Vec<Key> = (0..100_000)
+        .map(|_| Key {
+            src: (0x0a00_0000 | rng.below(1 << 16)) as u128,
+            dst: (0x0a01_0001 | (rng.below(1000) << 8)) as u128,
+            sport: 1024 + rng.below(4096) as u16,
+            dport: 1024 + rng.below(4096) as u16,
+            proto: 17,
+            ..Key::default()
+        })
+        .collect();
+    let mut out = vec![None; keys.len()];
+    c.classify_burst(&keys, &mut out);
+    let mut firsts: Vec<u32> = out.iter().map(|m| m.map_or(u32::MAX, |e| e.id())).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    let (mut t, mut n, mut k) = (0, 0, 0);
+    for key in &keys {
+        let (a, b, c) = c.lookup_cost(key);
+        t += a;
+        n += b;
+        k += c;
+    }
+    let len = keys.len() as f64;
+    format!(
+        "late-match keys: first matches {:?}; per lookup {:.2} trees, {:.1} nodes, {:.1} leaf checks; \
+         {:.1} ns/pkt (keys inside random rules: {:.1} ns/pkt); trees {:?}",
+        &firsts[..firsts.len().min(8)],
+        t as f64 / len,
+        n as f64 / len,
+        k as f64 / len,
+        lookup_ns(&c, &keys),
+        lookup_ns(&c, &inside),
+        c.tree_stats()
+    )
 }
