@@ -82,7 +82,8 @@
 //!   nodes / 1.7 GB; with it: 5.4k nodes / 4 MB). Trees are searched in
 //!   order of their best rule and skipped once the match so far beats them.
 //! * Each tree (see `tree.rs`) is a HyperSplit-style range-split tree with
-//!   up-to-16-way nodes of one cache line each, a 64Ki-entry first level on
+//!   up-to-16-way nodes of one cache line each (chains of two-way nodes
+//!   packed three levels to a line), a 64Ki-entry first level on
 //!   the top 16 bits of the group's address when that splits without
 //!   replication, and leaves whose candidates are copied contiguously.
 //!   Leaves keep every intersecting rule (no redundancy pruning), which is

@@ -925,6 +925,13 @@ fn generated_classbench_first_match_trace_matches_expected() {
     let mut rng = SplitMix(0xC1A5_5BE7);
     let rules = parse_rules(&generate_rules(3000, 1).plain).unwrap();
     assert_eq!(rules.len(), 3000);
+    // The trace below goes through packed binary nodes too.
+    let packed: usize = build(&rules, Config::default())
+        .tree_stats()
+        .iter()
+        .map(|t| t.packed)
+        .sum();
+    assert!(packed > 0, "no packed node in the generated set");
     let trace = parse_trace(&first_match_trace(&rules, 20_000, &mut rng)).unwrap();
     assert!(trace.iter().any(|t| t.tag == TraceTag::NoMatch));
     assert!(trace

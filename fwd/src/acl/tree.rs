@@ -14,6 +14,10 @@
 //!   while a piece still shrinks by >= 25%, and refused unless the largest
 //!   child is <= 7/8 of the node (which bounds replication on overlapping
 //!   sets: acl2's wildcard rules blew up to 17M nodes without it).
+//! * Chains of one-cut nodes (wildcard-heavy groups split two ways at a
+//!   time) are packed after the build: a packed node holds the binary tree
+//!   of up to three such levels (7 thresholds with their dimensions, 8
+//!   exits) in one cache line, so a descent loads a third of the lines.
 //! * Leaves list candidate rules in precedence order, copied contiguously
 //!   into an arena; the first live rule whose full match holds wins.
 //!   Leaves keep *every* rule that intersects their region (no redundancy
@@ -30,10 +34,13 @@ pub(crate) const LEAF_MAX: usize = 8;
 const MAX_DEPTH: usize = 48;
 
 const KIND_INNER: u32 = 0;
+const KIND_BIN3: u32 = 1;
 const KIND_LEAF: u32 = 2;
 const PAYLOAD: u32 = 0x03FF_FFFF;
 
-/// One 64-byte node. Word 15 = `kind:2 | dim:4 | payload:26`.
+/// One 64-byte node. Word 15 = `kind:2 | dim:4 | payload:26`, except in a
+/// packed binary node: `kind:2 | 7 x dim:4`, words 0..7 its thresholds and
+/// 7..15 its exits (breadth-first slots, see `bin3_exit`).
 /// Inner: words 0..15 thresholds (unused = `u32::MAX`), payload = first child.
 /// Leaves are *absorbing*: payload = the leaf's own index and the child
 /// offset is masked to 0, so a descent step is branch-free and a lane that
@@ -94,6 +101,8 @@ pub struct TreeStats {
     pub leaves: usize,
     /// Sum of leaf list lengths (replication).
     pub leaf_rules: usize,
+    /// Packed binary nodes (see `Tree::pack`).
+    pub packed: usize,
     pub depth: usize,
     pub mem_bytes: usize,
 }
@@ -181,6 +190,16 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
                 t.build_node(0, all, region, 0, params, &mut scratch);
             }
         }
+        if t.root.is_empty() {
+            t.pack(0);
+        } else {
+            let mut subtrees: Vec<u32> = t.root.clone();
+            subtrees.sort_unstable();
+            subtrees.dedup();
+            for n in subtrees {
+                t.pack(n as usize);
+            }
+        }
         t.park = t.nodes.len();
         t.nodes.push(Node([0; 16]));
         t.set_leaf(t.park, &[]);
@@ -223,10 +242,15 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     pub fn stats(&self, v6: bool) -> TreeStats {
         let mut leaves = 0;
         let mut leaf_rules = 0;
+        let mut packed = 0;
         for n in &self.nodes {
-            if n.0[15] >> 30 == KIND_LEAF {
-                leaves += 1;
-                leaf_rules += n.0[1] as usize;
+            match n.0[15] >> 30 {
+                KIND_LEAF => {
+                    leaves += 1;
+                    leaf_rules += n.0[1] as usize;
+                }
+                KIND_BIN3 => packed += 1,
+                _ => {}
             }
         }
         TreeStats {
@@ -235,6 +259,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             nodes: self.nodes.len(),
             leaves,
             leaf_rules,
+            packed,
             depth: self.depth,
             mem_bytes: self.mem_bytes(),
         }
@@ -328,6 +353,79 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             }
             self.build_node(first + c, list, sub, depth + 1, params, scratch);
         }
+    }
+
+    /// `(dim, flipped threshold, first child)` of a range-split node with
+    /// exactly one cut.
+    fn one_cut(&self, n: usize) -> Option<(u32, u32, usize)> {
+        let w = &self.nodes[n].0;
+        let one = w[15] >> 30 == KIND_INNER && w[0] != FLIPPED_MAX && w[1] == FLIPPED_MAX;
+        one.then(|| ((w[15] >> 26) & 0xF, w[0], (w[15] & PAYLOAD) as usize))
+    }
+
+    /// Packs chains of one-cut nodes below `n` (inclusive): a one-cut node
+    /// with a one-cut child becomes a [`KIND_BIN3`] node holding the binary
+    /// tree of up to three levels below it in its own cache line, so a
+    /// descent through sets that only split two ways at a time (wildcard-
+    /// heavy groups: acl1_10k's both-wild tree is 8 such nodes deep) loads
+    /// a third of the lines. The absorbed nodes stay in the array unused.
+    fn pack(&mut self, n: usize) {
+        let w = self.nodes[n].0;
+        match w[15] >> 30 {
+            KIND_LEAF | KIND_BIN3 => {}
+            _ => match self.one_cut(n) {
+                Some((_, _, first))
+                    if self.one_cut(first).is_some() || self.one_cut(first + 1).is_some() =>
+                {
+                    let mut node = [FLIPPED_MAX; 16];
+                    let mut dims = 0u32;
+                    let mut exits = Vec::with_capacity(8);
+                    self.bin3_fill(&mut node, &mut dims, 0, n, &mut exits);
+                    node[15] = (KIND_BIN3 << 30) | dims;
+                    self.nodes[n] = Node(node);
+                    for e in exits {
+                        self.pack(e);
+                    }
+                }
+                _ => {
+                    let first = (w[15] & PAYLOAD) as usize;
+                    let k = 1 + w[..15].iter().filter(|&&t| t != FLIPPED_MAX).count();
+                    for c in first..first + k {
+                        self.pack(c);
+                    }
+                }
+            },
+        }
+    }
+
+    /// Fills slot `slot` (breadth-first: 0..7 tests, 7..15 exits) of a
+    /// packed node with node `n`: its test if `n` is a one-cut node above
+    /// the third level, else `n` as the exit reached by always going left.
+    fn bin3_fill(
+        &self,
+        node: &mut [u32; 16],
+        dims: &mut u32,
+        slot: usize,
+        n: usize,
+        exits: &mut Vec<usize>,
+    ) {
+        if slot < 7 {
+            if let Some((dim, t, first)) = self.one_cut(n) {
+                node[slot] = t;
+                *dims |= dim << (4 * slot);
+                self.bin3_fill(node, dims, 2 * slot + 1, first, exits);
+                self.bin3_fill(node, dims, 2 * slot + 2, first + 1, exits);
+                return;
+            }
+        }
+        // A test left at FLIPPED_MAX never goes right (dimension 0 is as
+        // good as any).
+        let mut s = slot;
+        while s < 7 {
+            s = 2 * s + 1;
+        }
+        node[s] = n as u32;
+        exits.push(n);
     }
 
     /// Best split over all dimensions: minimise the largest child, then the
@@ -478,11 +576,16 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         }
     }
 
-    /// One branch-free descent step; a leaf maps to itself.
+    /// One descent step; a leaf maps to itself. Branch-free within a kind:
+    /// a range-split node and a leaf share one path, a packed binary node
+    /// (see [`Tree::pack`]) takes the other.
     #[inline(always)]
     fn step(&self, n: usize, p: &[i32; D]) -> usize {
         let node = &self.nodes[n].0;
         let meta = node[15];
+        if meta >> 30 == KIND_BIN3 {
+            return bin3_exit(node, p);
+        }
         let dim = ((meta >> 26) & 0xF) as usize;
         let v = if dim < D { p[dim] } else { 0 };
         let inner = ((meta >> 30 == KIND_INNER) as u32).wrapping_neg();
@@ -615,6 +718,20 @@ fn first_live<const D: usize, L: Leaf<D>>(
         }
     }
     None
+}
+
+/// The exit of a packed binary node for point `p`: three compares, each
+/// choosing the left (`v <= t`) or right subtree, breadth-first slots.
+#[inline(always)]
+fn bin3_exit<const D: usize>(node: &[u32; 16], p: &[i32; D]) -> usize {
+    let meta = node[15];
+    let mut s = 0usize;
+    for _ in 0..3 {
+        let d = ((meta >> (4 * s)) & 0xF) as usize;
+        let v = if d < D { p[d] } else { 0 };
+        s = 2 * s + 1 + ((node[s] as i32) < v) as usize;
+    }
+    node[s] as usize
 }
 
 /// Number of thresholds `< v`. Thresholds are sorted (unused ones are
