@@ -40,37 +40,45 @@ impl Deadlines {
 
 impl Read for Deadlines {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let (wait, what) = match self.line_deadline {
-            None => (self.idle, "idle"),
-            Some(d) => (d.saturating_duration_since(Instant::now()), "line"),
-        };
-        if wait.is_zero() {
-            return Err(timed_out(what, self.request));
-        }
-        self.stream.set_read_timeout(Some(wait))?;
-        match self.stream.read(buf) {
-            Ok(n) => {
-                if n > 0 && self.line_deadline.is_none() {
-                    self.line_deadline = Some(Instant::now() + self.request);
+        loop {
+            let (wait, what) = match self.line_deadline {
+                None => (self.idle, "idle"),
+                Some(d) => (d.saturating_duration_since(Instant::now()), "line"),
+            };
+            if wait.is_zero() {
+                return Err(timed_out(what, self.request));
+            }
+            self.stream.set_read_timeout(Some(wait))?;
+            match self.stream.read(buf) {
+                Ok(n) => {
+                    if n > 0 && self.line_deadline.is_none() {
+                        self.line_deadline = Some(Instant::now() + self.request);
+                    }
+                    return Ok(n);
                 }
-                Ok(n)
+                // A signal caught by this thread interrupts a read that has
+                // a timeout even under SA_RESTART (signal(7)); not every
+                // caller retries (`fill_buf`), and a session ended by it
+                // left its client with a broken pipe. Read again: the
+                // deadline still counts.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(timed_out(
+                        what,
+                        if what == "idle" {
+                            self.idle
+                        } else {
+                            self.request
+                        },
+                    ));
+                }
+                Err(e) => return Err(e),
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                Err(timed_out(
-                    what,
-                    if what == "idle" {
-                        self.idle
-                    } else {
-                        self.request
-                    },
-                ))
-            }
-            Err(e) => Err(e),
         }
     }
 }
@@ -248,5 +256,43 @@ mod tests {
         assert_eq!(leading_id(br#"{"id":42,"request":{"batch"#), 42);
         assert_eq!(leading_id(br#"{"id": 7,"#), 7);
         assert_eq!(leading_id(b"garbage"), 0);
+    }
+
+    /// A signal caught while a session waits for its next line does not end
+    /// the session (it did: `fill_buf` passed EINTR on, and the client's
+    /// next write met a broken pipe). The reader is signalled over and over
+    /// while it waits, then the line is sent; the read must return it.
+    #[test]
+    fn a_signal_during_the_wait_does_not_end_the_read() {
+        use nix::sys::pthread::{pthread_kill, pthread_self};
+        use nix::sys::signal::Signal;
+        use std::io::Write;
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{mpsc, Arc};
+
+        // A handler (flag only), so the signal interrupts instead of
+        // killing or being ignored.
+        signal_hook::flag::register(libc::SIGUSR2, Arc::new(AtomicBool::new(false)))
+            .expect("handler");
+        let (ours, mut theirs) = UnixStream::pair().expect("pair");
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            tx.send(pthread_self()).expect("send thread id");
+            let mut r = BufReader::new(Deadlines {
+                stream: ours,
+                idle: Duration::from_secs(60),
+                request: Duration::from_secs(60),
+                line_deadline: None,
+            });
+            r.fill_buf().map(|b| b.to_vec())
+        });
+        let thread = rx.recv().expect("thread id");
+        for _ in 0..50 {
+            pthread_kill(thread, Signal::SIGUSR2).expect("signal the reader");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        theirs.write_all(b"{\"id\":1}\n").expect("write");
+        let got = reader.join().expect("reader");
+        assert_eq!(got.expect("the read survives the signals"), b"{\"id\":1}\n");
     }
 }
