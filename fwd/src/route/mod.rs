@@ -471,9 +471,9 @@ impl<const W: u32> Family<W> {
     /// Removes `addr/len`; its addresses fall back to the covering route.
     fn remove(&mut self, a: u128, l: u8, kids: &mut Vec<(u128, u8)>) -> Option<Entry> {
         let old = self.rib.remove(a, l)?;
-        let parent = if l == 0 { None } else { self.rib.lpm(a, l - 1) };
-        let v = parent.map_or(0, |(_, _, pt)| encode(pt.target));
-        self.rib.maximal_children(a, l, kids);
+        // With `addr/len` gone, the longest prefix covering it is the route
+        // its addresses fall back to.
+        let v = self.rib.area(a, l, kids).map_or(0, |e| encode(e.target));
         self.fib.apply_prefix(a, l, v, kids);
         Some(old)
     }
@@ -1076,17 +1076,16 @@ impl Txn {
     /// `RouteExists`, `UnknownNextHop`, `UnknownGroup`.
     pub fn add(&mut self, vrf: Vrf, prefix: Prefix, target: Target) -> Result<(), RouteError> {
         self.check_target(target)?;
-        if self.r.get(vrf, prefix).is_some() {
+        let entry = Entry {
+            target,
+            origin: Origin::STATIC,
+        };
+        // One walk in the common case: insert, and on a duplicate put the
+        // existing entry back (RIB and FIB then hold exactly what they held).
+        if let Some(old) = self.set_route(vrf, prefix, entry) {
+            self.set_route(vrf, prefix, old);
             return Err(RouteError::RouteExists { vrf, prefix });
         }
-        self.set_route(
-            vrf,
-            prefix,
-            Entry {
-                target,
-                origin: Origin::STATIC,
-            },
-        );
         self.add_ref(target, 1);
         Ok(())
     }
@@ -1150,7 +1149,9 @@ impl Txn {
     /// # Errors
     /// `RouteNotFound`.
     pub fn del(&mut self, vrf: Vrf, prefix: Prefix) -> Result<Target, RouteError> {
-        if self.r.get(vrf, prefix).is_none() {
+        // Only an existing VRF: `vrf_mut` would create one. `remove` looks
+        // before it copies, so an absent prefix changes nothing.
+        if !self.r.vrfs.contains_key(&vrf) {
             return Err(RouteError::RouteNotFound { vrf, prefix });
         }
         let mut kids = std::mem::take(&mut self.scratch);

@@ -380,6 +380,44 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         Self::below(n, idx, Self::base(addr, d), d, out);
     }
 
+    /// [`Rib::lpm`]`(addr, len)`'s value and [`Rib::maximal_children`] of
+    /// `addr/len`, in one walk: what the FIB area of `addr/len` (its range
+    /// minus its more specific prefixes) resolves to, and those holes.
+    pub(crate) fn area(&self, addr: u128, len: u8, out: &mut Vec<(u128, u8)>) -> Option<V> {
+        out.clear();
+        let (d, idx) = Self::locate(addr, len);
+        let mut n = &*self.root;
+        let mut best = None;
+        for k in 0..=d {
+            // The prefixes of this node on the path to `addr/len`, longest
+            // first: its tree indexes from the child's slot (or `idx` at the
+            // last node) up. Index 1 (local length 0) is `/0` at the root;
+            // below the root, `/8k` belongs to the parent.
+            let mut i = if k == d {
+                idx
+            } else {
+                256 | Self::byte(addr, k)
+            };
+            let stop = usize::from(k > 0);
+            while i > stop {
+                if let Some(v) = n.pfx_get(i) {
+                    best = Some(v);
+                    break;
+                }
+                i >>= 1;
+            }
+            if k == d {
+                break;
+            }
+            match n.kid(Self::byte(addr, k)) {
+                Some(c) => n = c,
+                None => return best,
+            }
+        }
+        Self::below(n, idx, Self::base(addr, d), d, out);
+        best
+    }
+
     fn below(n: &Node<V>, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
         if idx >= 256 {
             let b = idx - 256;
@@ -549,5 +587,55 @@ mod tests {
         let mut kids = Vec::new();
         r.maximal_children(0, 0, &mut kids);
         assert_eq!(kids, vec![(u128::MAX - 1, 127)]);
+    }
+
+    /// `area` answers what `lpm` and `maximal_children` answer, for prefixes
+    /// present and absent, in both widths (nested prefixes crowded into a
+    /// small space so that every node depth and both ends are exercised).
+    fn area_matches<const W: u32>(prefixes: &[(u128, u8)], queries: &[(u128, u8)]) {
+        let mask = |a: u128, l: u8| {
+            if l == 0 {
+                0
+            } else {
+                a & !((1u128 << (W - u32::from(l))) - 1) & (u128::MAX >> (128 - W))
+            }
+        };
+        let mut r = Rib::<W, u32>::new();
+        for (i, &(a, l)) in prefixes.iter().enumerate() {
+            r.insert(mask(a, l), l, i as u32);
+        }
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        for &(a, l) in queries {
+            let a = mask(a, l);
+            let v = r.area(a, l, &mut got);
+            r.maximal_children(a, l, &mut want);
+            assert_eq!(v, r.lpm(a, l).map(|x| x.2), "{a:#x}/{l}");
+            assert_eq!(got, want, "{a:#x}/{l}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn area_is_lpm_and_maximal_children(
+            p4 in proptest::collection::vec((0u128..16, 0u8..=32), 0..60),
+            q4 in proptest::collection::vec((0u128..16, 0u8..=32), 1..40),
+            p6 in proptest::collection::vec((0u128..16, 0u8..=128), 0..60),
+            q6 in proptest::collection::vec((0u128..16, 0u8..=128), 1..40),
+        ) {
+            // Spread 4 random bits over the address so that prefixes share
+            // leading bits at every depth (top, middle bytes, last bits).
+            let spread = |w: u32, x: u128| {
+                let top = w - 1;
+                (x & 1) << top | (x >> 1 & 1) << (top / 2) | (x >> 2 & 1) << 3 | (x >> 3 & 1)
+                    | if x & 0x8 != 0 { (1u128 << (w - 1)) - 1 } else { 0 }
+            };
+            let m4 = |v: &Vec<(u128, u8)>| v.iter().map(|&(x, l)| (spread(32, x) & 0xffff_ffff, l)).collect::<Vec<_>>();
+            let m6 = |v: &Vec<(u128, u8)>| v.iter().map(|&(x, l)| (spread(128, x), l)).collect::<Vec<_>>();
+            area_matches::<32>(&m4(&p4), &m4(&q4));
+            area_matches::<128>(&m6(&p6), &m6(&q6));
+            // Every present prefix as a query too.
+            area_matches::<32>(&m4(&p4), &m4(&p4));
+            area_matches::<128>(&m6(&p6), &m6(&p6));
+        }
     }
 }

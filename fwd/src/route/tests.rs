@@ -1072,3 +1072,52 @@ fn routes_keep_their_origin_and_the_fib_ignores_it() {
     t.del(0, pfx).unwrap();
     assert_eq!(t.take_removed(), vec![(0, pfx)]);
 }
+
+/// A duplicate add is refused after the insert that found the duplicate:
+/// the entry it displaced (another target, another origin) is put back, so
+/// the RIB, the FIB, the reference counts and the FPM count are as before,
+/// and a delete that finds nothing changes nothing either.
+#[test]
+fn a_refused_add_or_delete_leaves_everything_as_it_was() {
+    let mut t = base().txn();
+    t.set(0, p4("10.0.0.0/8"), Target::NextHop(1), Origin::fpm(11))
+        .unwrap();
+    t.add(0, p4("10.1.0.0/16"), Target::NextHop(2)).unwrap();
+    let before = t.commit();
+    let mut t = before.txn();
+    assert_eq!(
+        t.add(0, p4("10.0.0.0/8"), Target::NextHop(3)),
+        Err(RouteError::RouteExists {
+            vrf: 0,
+            prefix: p4("10.0.0.0/8")
+        })
+    );
+    assert_eq!(
+        t.del(0, p4("10.2.0.0/16")),
+        Err(RouteError::RouteNotFound {
+            vrf: 0,
+            prefix: p4("10.2.0.0/16")
+        })
+    );
+    assert_eq!(
+        t.del(7, p4("10.0.0.0/8")),
+        Err(RouteError::RouteNotFound {
+            vrf: 7,
+            prefix: p4("10.0.0.0/8")
+        })
+    );
+    let after = t.commit();
+    assert_eq!(after.vrfs().collect::<Vec<_>>(), vec![0], "no VRF created");
+    assert_eq!(
+        after.entry(0, p4("10.0.0.0/8")),
+        before.entry(0, p4("10.0.0.0/8"))
+    );
+    assert_eq!(after.fpm_route_count(), 1);
+    for id in 1..4 {
+        assert_eq!(after.nexthop_refs(id), before.nexthop_refs(id), "nh {id}");
+    }
+    for a in [0x0a00_0001u32, 0x0a01_0001, 0x0a02_0001, 0x0b00_0001] {
+        assert_eq!(after.lookup4(0, a, || 0), before.lookup4(0, a, || 0));
+    }
+    assert_eq!(after.lookup4(0, 0x0a02_0001, || 0), Resolved::Forward(1));
+}
