@@ -9,10 +9,12 @@
 //! [`hostif`] (the ports' kernel interfaces and the host thread),
 //! [`systemd`] (readiness and the watchdog), [`preflight`] (the machine
 //! checked against a config before a start), [`dpdk`]
-//! (safe wrappers; with `qsbr` and `hostif::tap` the only `unsafe`), and
+//! (safe wrappers; with `qsbr`, [`arch`] (prefetch) and `hostif::tap` the
+//! only `unsafe`), and
 //! [`corpus`] (where tests and benchmarks find the external data sets).
 
 pub mod acl;
+pub mod arch;
 pub mod config;
 pub mod control;
 pub mod corpus;

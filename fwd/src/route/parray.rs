@@ -36,7 +36,7 @@ impl<T, const N: usize, const M: usize> Drop for Mid<T, N, M> {
 /// decrements that follow hit the cache. A locked read-modify-write does not
 /// overlap with other memory accesses the way plain loads do, so cloning or
 /// dropping a node with many cold children is otherwise one serial cache miss
-/// per child. (This crate has no `unsafe`, hence no prefetch intrinsic.)
+/// per child.
 #[inline]
 pub(crate) fn touch<A>(arcs: &[Arc<A>]) {
     let mut s = 0usize;
