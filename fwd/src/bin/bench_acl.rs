@@ -4,7 +4,8 @@
 //! Run (release, pinned to one CPU):
 //! `taskset -c 1 target/release/bench_acl [DATA_DIR] > report.md`;
 //! `DATA_DIR` defaults to `$FWD_DATA/classbench` (see `fwd::corpus`). Tuning aids:
-//! `BENCH_ACL_SWEEP=1` (tree parameters), `BENCH_ACL_OVERLAY=1` (cost of a
+//! `BENCH_ACL_SWEEP=1` (tree parameters), `BENCH_ACL_LARGE=1` (50k and 100k
+//! sets beside dpdk-test-acl), `BENCH_ACL_OVERLAY=1` (cost of a
 //! 64-rule overlay). DPDK is run as
 //! `dpdk-test-acl -l 1 --no-pci --no-huge -m 1024 --no-shconf --no-telemetry`
 //! if it is on PATH; its build time comes from the LD_PRELOAD shim
@@ -345,6 +346,11 @@ impl DpdkEnv {
         cmd.arg(format!("--file-prefix=acl{}", std::process::id()));
         cmd.arg("--");
         cmd.arg(format!("--rulesf={}", rules.display()));
+        // dpdk-test-acl's context holds 65,536 rules unless told more.
+        let n = std::fs::read_to_string(rules).map_or(0, |t| t.lines().count());
+        if n > 1 << 16 {
+            cmd.arg(format!("--rulenum={n}"));
+        }
         cmd.arg(format!("--tracef={}", trace.display()));
         cmd.arg(format!("--tracenum={ntrace}"));
         cmd.arg(format!("--tracestep={BURST}"));
@@ -438,6 +444,10 @@ fn main() {
     }
     if std::env::var_os("BENCH_ACL_LATE").is_some() {
         println!("{}", late_match(&data).trim());
+        return;
+    }
+    if std::env::var_os("BENCH_ACL_LARGE").is_some() {
+        println!("{}", large_rows(&data).trim());
         return;
     }
     if std::env::var_os("BENCH_ACL_V6").is_some() {
@@ -638,31 +648,7 @@ fn main() {
     }
 
     // ---------------- builds ----------------
-    // 50k: the three 10k sets concatenated (28,730 rules), then the same
-    // rules again with the first source octet xor 0x40 (destination if the
-    // source is shorter than /8), truncated to 50,000; priority = position.
-    let mut all: Vec<Rule> = acl1.iter().chain(&acl2).chain(&hs).cloned().collect();
-    let n0 = all.len();
-    for i in 0..n0 {
-        let mut r = all[i].clone();
-        let flip = |p: &mut Option<IpPrefix>| match p {
-            Some(IpPrefix::V4 { addr, len }) if *len >= 8 => {
-                *addr = Ipv4Addr::from(u32::from(*addr) ^ 0x4000_0000);
-                true
-            }
-            _ => false,
-        };
-        if !flip(&mut r.matches.src) {
-            flip(&mut r.matches.dst);
-        }
-        all.push(r);
-    }
-    all.truncate(50_000);
-    for (i, r) in all.iter_mut().enumerate() {
-        r.id = i as u32;
-        r.priority = i as u32;
-    }
-    let set50k = all;
+    let set50k = synth_set(&[&acl1, &acl2, &hs], 50_000);
     let build_sets: Vec<(String, Vec<Rule>)> = vec![
         ("acl1 first 1k".into(), acl1[..1000].to_vec()),
         ("acl2 first 1k".into(), acl2[..1000].to_vec()),
@@ -992,7 +978,7 @@ fn v6_rows(data: &Path) -> String {
         .map(|t| t.key)
         .collect();
     let mut md = String::from(
-        "| set | v4 build ms | v6 build ms | v4 MB | v6 MB | v4 ns | v6 ns | v6/v4 build, mem, ns |\n|---|---|---|---|---|---|---|---|\n",
+        "| set | v4 build ms | v6 build ms | v4 MB | v6 MB | v4 ns | v6 ns | v6/v4 build, mem, ns |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for (name, rules, keys) in [
         ("lyxocs acl1_10k", &acl1, &acl1_keys),
@@ -1030,6 +1016,143 @@ fn v6_rows(data: &Path) -> String {
             n6 / n4
         );
     }
+    md
+}
+
+/// A large set from the corpus: the given sets concatenated (the three 10k
+/// sets: 28,730 rules), then copies of all of them with the first source
+/// octet xor 0x40, 0x80, 0xc0 in turn (the destination's if the source is
+/// shorter than /8), truncated to `n`; id = priority = position. The 50k
+/// set is the first copy's; 100k needs the third.
+fn synth_set(sets: &[&[Rule]], n: usize) -> Vec<Rule> {
+    let base: Vec<Rule> = sets.iter().flat_map(|s| s.iter().cloned()).collect();
+    let mut all = base.clone();
+    for x in [0x40u32, 0x80, 0xc0] {
+        if all.len() >= n {
+            break;
+        }
+        for r in &base {
+            let mut r = r.clone();
+            let flip = |p: &mut Option<IpPrefix>| match p {
+                Some(IpPrefix::V4 { addr, len }) if *len >= 8 => {
+                    *addr = Ipv4Addr::from(u32::from(*addr) ^ (x << 24));
+                    true
+                }
+                _ => false,
+            };
+            if !flip(&mut r.matches.src) {
+                flip(&mut r.matches.dst);
+            }
+            all.push(r);
+        }
+    }
+    all.truncate(n);
+    for (i, r) in all.iter_mut().enumerate() {
+        r.id = i as u32;
+        r.priority = i as u32;
+    }
+    all
+}
+
+/// BENCH_ACL_LARGE=1: lookups on the 50k and 100k sets of [`synth_set`]
+/// beside dpdk-test-acl's best method on this CPU, on the same rules and
+/// the same 100,000 headers (each a random point of a random rule),
+/// alternating for 3 rounds: median (min-max) ns/packet. Ours is the best
+/// of 40 passes, DPDK's the mean of 20 passes, best of 3 runs per round.
+fn large_rows(data: &Path) -> String {
+    let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
+    let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");
+    let acl2 = parse_rules(&read("lyxocs/acl2_10k")).expect("acl2");
+    let hs = parse_rules(&read("hypersplit/acl1_10K")).expect("hs");
+    let tmp = std::env::temp_dir().join(format!("bench_acl.{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let dpdk = DpdkEnv::new(&tmp);
+    let alg = if std::arch::is_x86_feature_detected!("avx512f") {
+        "avx512x16"
+    } else {
+        "avx2"
+    };
+    let stat = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => "n/a".to_string(),
+            n => format!("{:.1} ({:.1}-{:.1})", v[n / 2], v[0], v[n - 1]),
+        }
+    };
+    let mut md = format!(
+        "| set | rules | headers | ours: trees / nodes / memory | ours per lookup | ours ns/pkt | dpdk {alg} ns/pkt | ours / dpdk (medians) | check |\n|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for (name, n) in [("50k", 50_000), ("100k", 100_000)] {
+        let rules = synth_set(&[&acl1, &acl2, &hs], n);
+        let mut rng = Rng(0x5EED_1A26);
+        let keys: Vec<Key> = (0..100_000)
+            .map(|_| {
+                point_in(
+                    &rules[rng.below(rules.len() as u64) as usize].matches,
+                    &mut rng,
+                )
+            })
+            .collect();
+        let rp = tmp.join(format!("rules_{name}"));
+        let tp = tmp.join(format!("trace_{name}"));
+        write_lines(&rp, rules.iter().map(rule_line));
+        write_lines(&tp, keys.iter().map(trace_line));
+        let (_w, tree, _) = build(&rules, Config::default());
+        let lin = Linear::new(&rules);
+        let mut out = vec![None; keys.len()];
+        tree.classify_burst(&keys, &mut out);
+        let bad = keys
+            .iter()
+            .zip(&out)
+            .step_by(20)
+            .filter(|(k, m)| lin.classify(k).map(|i| rules[i].id) != m.map(|e| e.id()))
+            .count();
+        let (mut t, mut nd, mut ck) = (0, 0, 0);
+        for k in &keys {
+            let (a, b, c) = tree.lookup_cost(k);
+            t += a;
+            nd += b;
+            ck += c;
+        }
+        let per = |x: usize| x as f64 / keys.len() as f64;
+        let cost = format!(
+            "{:.2} trees, {:.1} nodes, {:.1} leaf checks",
+            per(t),
+            per(nd),
+            per(ck)
+        );
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            ours.push(lookup_ns(&tree, &keys));
+            let best = (0..3)
+                .filter_map(|_| dpdk.as_ref().map(|d| d.run(&rp, &tp, keys.len(), alg, 20)))
+                .filter_map(|r| r.pkt_per_sec)
+                .fold(0.0f64, f64::max);
+            if best > 0.0 {
+                theirs.push(1e9 / best);
+            }
+        }
+        let ratio = if theirs.is_empty() {
+            "n/a".to_string()
+        } else {
+            let (mut a, mut b) = (ours.clone(), theirs.clone());
+            a.sort_by(f64::total_cmp);
+            b.sort_by(f64::total_cmp);
+            format!("{:.2}x", a[a.len() / 2] / b[b.len() / 2])
+        };
+        let st = tree.stats();
+        md += &format!(
+            "| {name} | {} | {} | {} / {} / {} | {cost} | {} | {} | {ratio} | {bad} mismatches vs linear (1/20 sample) |\n",
+            rules.len(),
+            keys.len(),
+            st.trees,
+            st.tree_nodes,
+            mb(st.mem_bytes as u64),
+            stat(&mut ours),
+            stat(&mut theirs),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
     md
 }
 
