@@ -72,6 +72,14 @@ fn point_in(r: &RuleMatch, rng: &mut Rng) -> Key {
     }
 }
 
+/// `n` headers, each a random point of a random rule of `rules` (seeded,
+/// reproducible): the trace for a set that ships without one.
+fn keys_inside(rules: &[Rule], rng: &mut Rng, n: usize) -> Vec<Key> {
+    (0..n)
+        .map(|_| point_in(&rules[rng.below(rules.len() as u64) as usize].matches, rng))
+        .collect()
+}
+
 fn rule_line(r: &Rule) -> String {
     let m = &r.matches;
     let (s, sl) = v4_bits(m.src);
@@ -249,15 +257,7 @@ fn lyxocs_10k(data: &std::path::Path) -> (Vec<Rule>, Vec<Rule>, Vec<Key>) {
     let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
     let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");
     let acl2 = parse_rules(&read("lyxocs/acl2_10k")).expect("acl2");
-    let mut rng = Rng(0x5EED_AC11);
-    let keys: Vec<Key> = (0..100_000)
-        .map(|_| {
-            point_in(
-                &acl1[rng.below(acl1.len() as u64) as usize].matches,
-                &mut rng,
-            )
-        })
-        .collect();
+    let keys = keys_inside(&acl1, &mut Rng(0x5EED_AC11), 100_000);
     (acl1, acl2, keys)
 }
 
@@ -503,16 +503,9 @@ fn main() {
     let acl2_trace = parse_trace(&read("lyxocs/acl2_10k_trace")).expect("trace");
     let hs_trace = parse_trace(&read("hypersplit/acl1_10K_trace")).expect("trace");
     // acl1_10k ships without a trace: 100k headers, each a random point of
-    // a random rule (seeded, reproducible).
+    // a random rule (seeded, reproducible; the same keys as `lyxocs_10k`).
     let mut rng = Rng(0x5EED_AC11);
-    let acl1_keys: Vec<Key> = (0..100_000)
-        .map(|_| {
-            point_in(
-                &acl1[rng.below(acl1.len() as u64) as usize].matches,
-                &mut rng,
-            )
-        })
-        .collect();
+    let acl1_keys = keys_inside(&acl1, &mut rng, 100_000);
     let acl1_trace_path = tmp.join("acl1_10k_trace");
     write_lines(&acl1_trace_path, acl1_keys.iter().map(trace_line));
 
@@ -1084,15 +1077,7 @@ fn large_rows(data: &Path) -> String {
     );
     for (name, n) in [("50k", 50_000), ("100k", 100_000)] {
         let rules = synth_set(&[&acl1, &acl2, &hs], n);
-        let mut rng = Rng(0x5EED_1A26);
-        let keys: Vec<Key> = (0..100_000)
-            .map(|_| {
-                point_in(
-                    &rules[rng.below(rules.len() as u64) as usize].matches,
-                    &mut rng,
-                )
-            })
-            .collect();
+        let keys = keys_inside(&rules, &mut Rng(0x5EED_1A26), 100_000);
         let rp = tmp.join(format!("rules_{name}"));
         let tp = tmp.join(format!("trace_{name}"));
         write_lines(&rp, rules.iter().map(rule_line));
