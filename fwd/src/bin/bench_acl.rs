@@ -80,6 +80,18 @@ fn keys_inside(rules: &[Rule], rng: &mut Rng, n: usize) -> Vec<Key> {
         .collect()
 }
 
+/// Keys (1 in `step`) whose burst answer differs from a linear scan's.
+fn mismatches(c: &Classifier, rules: &[Rule], keys: &[Key], step: usize) -> usize {
+    let lin = Linear::new(rules);
+    let mut out = vec![None; keys.len()];
+    c.classify_burst(keys, &mut out);
+    keys.iter()
+        .zip(&out)
+        .step_by(step)
+        .filter(|(k, m)| lin.classify(k).map(|i| rules[i].id) != m.map(|e| e.id()))
+        .count()
+}
+
 fn rule_line(r: &Rule) -> String {
     let m = &r.matches;
     let (s, sl) = v4_bits(m.src);
@@ -571,15 +583,7 @@ fn main() {
                 .count();
             format!("{bad} mismatches vs trace column")
         } else {
-            let lin = Linear::new(rules);
-            let mut out = vec![None; keys.len()];
-            tree.classify_burst(keys, &mut out);
-            let bad = keys
-                .iter()
-                .zip(&out)
-                .step_by(10)
-                .filter(|(k, m)| lin.classify(k).map(|i| rules[i].id) != m.map(|e| e.id()))
-                .count();
+            let bad = mismatches(&tree, rules, keys, 10);
             format!("{bad} mismatches vs linear (1/10 sample)")
         };
         let (ns_tree, ns_tree_mean) = lookup_ns2(&tree, keys);
@@ -1083,15 +1087,7 @@ fn large_rows(data: &Path) -> String {
         write_lines(&rp, rules.iter().map(rule_line));
         write_lines(&tp, keys.iter().map(trace_line));
         let (_w, tree, _) = build(&rules, Config::default());
-        let lin = Linear::new(&rules);
-        let mut out = vec![None; keys.len()];
-        tree.classify_burst(&keys, &mut out);
-        let bad = keys
-            .iter()
-            .zip(&out)
-            .step_by(20)
-            .filter(|(k, m)| lin.classify(k).map(|i| rules[i].id) != m.map(|e| e.id()))
-            .count();
+        let bad = mismatches(&tree, &rules, &keys, 20);
         let (mut t, mut nd, mut ck) = (0, 0, 0);
         for k in &keys {
             let (a, b, c) = tree.lookup_cost(k);
