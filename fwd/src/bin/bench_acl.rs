@@ -92,6 +92,20 @@ fn mismatches(c: &Classifier, rules: &[Rule], keys: &[Key], step: usize) -> usiz
         .count()
 }
 
+/// Trees searched, nodes visited and leaf rules checked per lookup, mean
+/// over `keys` ([`Classifier::lookup_cost`]).
+fn mean_cost(c: &Classifier, keys: &[Key]) -> (f64, f64, f64) {
+    let (mut t, mut n, mut k) = (0, 0, 0);
+    for key in keys {
+        let (a, b, c) = c.lookup_cost(key);
+        t += a;
+        n += b;
+        k += c;
+    }
+    let len = keys.len() as f64;
+    (t as f64 / len, n as f64 / len, k as f64 / len)
+}
+
 fn rule_line(r: &Rule) -> String {
     let m = &r.matches;
     let (s, sl) = v4_bits(m.src);
@@ -903,21 +917,14 @@ fn sweep(data: &Path) {
                     .collect();
                 let hot_ns = lookup_ns(&v, &hot);
                 let s = v.stats();
-                let (mut tr, mut no, mut ch) = (0, 0, 0);
-                for k in &keys {
-                    let (a, b, c) = v.lookup_cost(k);
-                    tr += a;
-                    no += b;
-                    ch += c;
-                }
-                let n = keys.len() as f64;
+                let (tr, no, ch) = mean_cost(&v, &keys);
                 println!(
                     "{r} fanout {fanout} leaf {leaf_max}: {:.1} ns/pkt (cache-hot 512 headers: {hot_ns:.1}), \
                      per packet {:.2} trees {:.2} nodes {:.2} rule checks, build {:.1} ms, {} nodes, depth {}, {}",
                     lookup_ns(&v, &keys),
-                    tr as f64 / n,
-                    no as f64 / n,
-                    ch as f64 / n,
+                    tr,
+                    no,
+                    ch,
                     d.as_secs_f64() * 1e3,
                     s.tree_nodes,
                     s.max_depth,
@@ -1088,20 +1095,8 @@ fn large_rows(data: &Path) -> String {
         write_lines(&tp, keys.iter().map(trace_line));
         let (_w, tree, _) = build(&rules, Config::default());
         let bad = mismatches(&tree, &rules, &keys, 20);
-        let (mut t, mut nd, mut ck) = (0, 0, 0);
-        for k in &keys {
-            let (a, b, c) = tree.lookup_cost(k);
-            t += a;
-            nd += b;
-            ck += c;
-        }
-        let per = |x: usize| x as f64 / keys.len() as f64;
-        let cost = format!(
-            "{:.2} trees, {:.1} nodes, {:.1} leaf checks",
-            per(t),
-            per(nd),
-            per(ck)
-        );
+        let (t, nd, ck) = mean_cost(&tree, &keys);
+        let cost = format!("{t:.2} trees, {nd:.1} nodes, {ck:.1} leaf checks");
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..3 {
             ours.push(lookup_ns(&tree, &keys));
@@ -1159,21 +1154,14 @@ fn late_match(data: &Path) -> String {
     let mut firsts: Vec<u32> = out.iter().map(|m| m.map_or(u32::MAX, |e| e.id())).collect();
     firsts.sort_unstable();
     firsts.dedup();
-    let (mut t, mut n, mut k) = (0, 0, 0);
-    for key in &keys {
-        let (a, b, c) = c.lookup_cost(key);
-        t += a;
-        n += b;
-        k += c;
-    }
-    let len = keys.len() as f64;
+    let (t, n, k) = mean_cost(&c, &keys);
     format!(
         "late-match keys: first matches {:?}; per lookup {:.2} trees, {:.1} nodes, {:.1} leaf checks; \
          {:.1} ns/pkt (keys inside random rules: {:.1} ns/pkt); trees {:?}",
         &firsts[..firsts.len().min(8)],
-        t as f64 / len,
-        n as f64 / len,
-        k as f64 / len,
+        t,
+        n,
+        k,
         lookup_ns(&c, &keys),
         lookup_ns(&c, &inside),
         c.tree_stats()
