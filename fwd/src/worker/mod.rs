@@ -19,6 +19,7 @@
 //! Counters are accumulated per burst in locals and written once per burst
 //! into this lcore's own padded block.
 
+pub mod fast;
 pub mod local;
 pub mod pipeline;
 pub mod trace;

@@ -33,6 +33,7 @@ use crate::route::Resolved;
 use crate::stats::{DropReason, Event};
 use crate::tables::Tables;
 
+use super::fast::{first, Mask};
 use super::local;
 
 /// A burst of frames as the stages see them.
@@ -108,9 +109,9 @@ pub struct Scratch {
     pub n_learned: usize,
     keys: [Key; BURST],
     key_idx: [u8; BURST],
-    v4_idx: [u8; BURST],
-    v4_dst: [u32; BURST],
-    v4_out: [Resolved; BURST],
+    pub(super) v4_idx: [u8; BURST],
+    pub(super) v4_dst: [u32; BURST],
+    pub(super) v4_out: [Resolved; BURST],
     v6_idx: [u8; BURST],
     v6_dst: [u128; BURST],
     v6_out: [Resolved; BURST],
@@ -193,7 +194,9 @@ pub struct Pipeline<'a> {
 }
 
 impl Pipeline<'_> {
-    /// Runs every stage; `s.verdict[..n]` are final afterwards.
+    /// Runs every stage; `s.verdict[..n]` are final afterwards. Without a
+    /// rule set, the [fast path](super::fast) goes first and the stages see
+    /// only what it left.
     #[inline(always)]
     pub fn run<P: Packets>(
         &self,
@@ -203,21 +206,35 @@ impl Pipeline<'_> {
         rules: &mut CounterWriter,
         clock: impl FnOnce() -> Clock,
     ) {
-        self.parse(pkts, s, tally);
-        if !self.tables.acl.is_empty() {
+        let acl = !self.tables.acl.is_empty();
+        let todo = if acl {
+            first(pkts.count())
+        } else {
+            self.fast(pkts, s, tally)
+        };
+        s.n_learned = 0;
+        if todo == 0 {
+            return;
+        }
+        self.parse(pkts, s, tally, todo);
+        if acl {
             self.classify(pkts, s, tally, rules, clock());
         }
         self.route(s, pkts.count());
-        self.act(pkts, s);
+        self.act(pkts, s, todo);
     }
 
-    /// Stage 1: parse, input checks, neighbour protocols.
+    /// Stage 1 for the packets in `todo` (the others keep their verdict):
+    /// parse, input checks, neighbour protocols.
     #[inline(always)]
-    pub fn parse<P: Packets>(&self, pkts: &mut P, s: &mut Scratch, tally: &mut Tally) {
+    pub fn parse<P: Packets>(&self, pkts: &mut P, s: &mut Scratch, tally: &mut Tally, todo: Mask) {
         let port = self.tables.port(self.in_port);
         let up = port.is_some_and(|p| p.is_up());
         s.n_learned = 0;
         for i in 0..pkts.count() {
+            if todo & (1 << i) == 0 {
+                continue;
+            }
             pkts.prefetch(i + 1);
             tally.rx_bytes += u64::from(pkts.wire_len(i));
             if !up {
@@ -416,14 +433,18 @@ impl Pipeline<'_> {
         }
     }
 
-    /// Stage 4: egress checks and rewrite; every verdict is final after it.
+    /// Stage 4 for the packets in `todo`: egress checks and rewrite; every
+    /// verdict is final after it.
     #[inline(always)]
-    pub fn act<P: Packets>(&self, pkts: &mut P, s: &mut Scratch) {
+    pub fn act<P: Packets>(&self, pkts: &mut P, s: &mut Scratch, todo: Mask) {
         let t = self.tables;
         let in_mac = t.port_mac(self.in_port).unwrap_or([0; 6]);
         // Packets of a burst mostly share a next hop: resolve it once.
         let mut cached: (u32, Egress) = (u32::MAX, Egress::Drop(DropReason::NoRoute));
         for i in 0..pkts.count() {
+            if todo & (1 << i) == 0 {
+                continue;
+            }
             // The forwarding path inline; everything else out of line, so
             // the compiler keeps this a predicted branch (not a jump table).
             let Verdict::Forward(nh_id) = s.verdict[i] else {
@@ -572,7 +593,7 @@ fn apply_rule<P: Packets>(
 /// IPv4 multicast (224.0.0.0/4) or limited broadcast (and class E), or
 /// IPv6 multicast (ff00::/8).
 #[inline(always)]
-fn is_multicast(p: &Parsed) -> bool {
+pub(super) fn is_multicast(p: &Parsed) -> bool {
     match p.kind {
         L3Kind::V4 => p.dst[0] >= 224,
         L3Kind::V6 => p.dst[0] == 0xff,
@@ -636,7 +657,7 @@ impl Pipeline<'_> {
 
 /// A next hop, ready for transmission, or why it cannot be used.
 #[derive(Clone, Copy)]
-enum Egress {
+pub(super) enum Egress {
     Ok {
         port: u16,
         mtu: u16,
@@ -649,7 +670,7 @@ enum Egress {
 }
 
 #[inline(always)]
-fn egress(t: &Tables, id: u32) -> Egress {
+pub(super) fn egress(t: &Tables, id: u32) -> Egress {
     let Some(nh) = t.routing.nexthop(id) else {
         return Egress::Drop(DropReason::NoRoute);
     };
@@ -670,4 +691,4 @@ fn egress(t: &Tables, id: u32) -> Egress {
 
 #[cfg(test)]
 #[path = "pipeline_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -11,23 +11,23 @@ use crate::control;
 use crate::pkt::build::{self, FrameSpec};
 use crate::tables::PortInfo;
 
-const MAC_A: [u8; 6] = [2, 0, 0, 0, 0xa, 1];
-const MAC_B: [u8; 6] = [2, 0, 0, 0, 0xb, 1];
-const GW_MAC: [u8; 6] = [2, 0, 0, 0, 0xb, 0xfe];
-const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0xa, 2];
+pub(in crate::worker) const MAC_A: [u8; 6] = [2, 0, 0, 0, 0xa, 1];
+pub(in crate::worker) const MAC_B: [u8; 6] = [2, 0, 0, 0, 0xb, 1];
+pub(in crate::worker) const GW_MAC: [u8; 6] = [2, 0, 0, 0, 0xb, 0xfe];
+pub(in crate::worker) const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0xa, 2];
 
 /// A burst of plain frames.
-#[derive(Default)]
-struct Frames {
-    f: Vec<Vec<u8>>,
-    segs: Vec<u16>,
+#[derive(Clone, Default)]
+pub(in crate::worker) struct Frames {
+    pub(in crate::worker) f: Vec<Vec<u8>>,
+    pub(in crate::worker) segs: Vec<u16>,
     /// The NIC's checksum verdict per frame (None: not offloaded).
-    nic_csum: Vec<Option<bool>>,
+    pub(in crate::worker) nic_csum: Vec<Option<bool>>,
     mirrored: Vec<(usize, u16)>,
 }
 
 impl Frames {
-    fn new(f: Vec<Vec<u8>>) -> Frames {
+    pub(in crate::worker) fn new(f: Vec<Vec<u8>>) -> Frames {
         let segs = vec![1; f.len()];
         let nic_csum = vec![None; f.len()];
         Frames {
@@ -68,7 +68,7 @@ impl Packets for Frames {
 /// MTU 1280); gateway 10.2.0.254 on b resolved; 198.51.100.0/24 via it,
 /// 203.0.113.0/24 reject, 192.0.2.0/24 blackhole, 2001:db8::/32 via fd02::fe
 /// (unresolved).
-fn tables(extra: Vec<Change>) -> Tables {
+pub(in crate::worker) fn tables(extra: Vec<Change>) -> Tables {
     let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
     let ports = vec![
         PortInfo::new("a", MAC_A, 0),
@@ -138,7 +138,7 @@ fn run_with(t: &Tables, frames: &mut Frames, host: bool) -> (Scratch, Tally) {
     (s, tally)
 }
 
-fn from_host() -> FrameSpec {
+pub(in crate::worker) fn from_host() -> FrameSpec {
     FrameSpec {
         dst_mac: MAC_A,
         src_mac: HOST_MAC,

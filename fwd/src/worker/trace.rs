@@ -490,7 +490,7 @@ pub fn run_tapped<P: Packets>(
         }
     }
 
-    pipe.parse(pkts, s, tally);
+    pipe.parse(pkts, s, tally, super::fast::first(n));
     let parsed = s.verdict;
     if !pipe.tables.acl.is_empty() {
         pipe.classify(pkts, s, tally, rc, clock);
@@ -498,7 +498,7 @@ pub fn run_tapped<P: Packets>(
     let classified = s.verdict;
     pipe.route(s, n);
     let routed = s.verdict;
-    pipe.act(pkts, s);
+    pipe.act(pkts, s, super::fast::first(n));
 
     if let Some(c) = capture.filter(|c| c.out) {
         for (i, x) in seen.iter().enumerate().take(n) {

@@ -1,0 +1,169 @@
+//! `parse_plain_v4` accepts the common frames, refuses everything else, and
+//! never disagrees with the general parser (which stays the reference).
+
+use super::super::build::{self, FrameSpec, VlanTag};
+use super::super::{ipv4_checksum_ok, parse, Parsed};
+use super::parse_plain_v4;
+use proptest::prelude::*;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+fn plain(f: &[u8], nic: Option<bool>) -> Option<Parsed> {
+    let mut p = Parsed::default();
+    parse_plain_v4(f, nic, &mut p).then_some(p)
+}
+
+/// What must hold for any frame: an accepted frame is one the general
+/// parser accepts with the same result and whose checksum verifies (or
+/// the NIC said so); a NIC-reported bad checksum is never accepted.
+fn agrees(f: &[u8]) -> Result<bool, TestCaseError> {
+    prop_assert!(plain(f, Some(false)).is_none());
+    let mut accepted = false;
+    for nic in [None, Some(true)] {
+        if let Some(p) = plain(f, nic) {
+            prop_assert_eq!(parse(f), Ok(p));
+            if nic.is_none() {
+                prop_assert!(ipv4_checksum_ok(f, &p));
+            }
+            accepted = true;
+        }
+    }
+    Ok(accepted)
+}
+
+fn s4() -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 0, 1)
+}
+
+fn d4() -> Ipv4Addr {
+    Ipv4Addr::new(192, 0, 2, 7)
+}
+
+#[test]
+fn plain_udp_and_tcp_are_accepted_as_the_general_parser_reads_them() {
+    let df = FrameSpec {
+        dont_fragment: true,
+        ttl: 1,
+        dscp: 46,
+        ..FrameSpec::default()
+    };
+    let frames = [
+        build::udp4(&FrameSpec::default(), s4(), d4(), 1, 2, b""),
+        build::udp4(&df, s4(), d4(), 53, 53, &[9; 1400]),
+        build::tcp4(&FrameSpec::default(), s4(), d4(), 80, 1234, 0xfff, b""),
+        build::tcp4(&df, s4(), d4(), 80, 1234, 0x12, &[1; 100]),
+    ];
+    for f in &frames {
+        let p = plain(f, None).expect("a plain frame");
+        assert_eq!(parse(f), Ok(p));
+        assert_eq!(plain(f, Some(true)), Some(p));
+    }
+    // Ethernet padding after the IP packet is allowed (the worker trims it).
+    let mut padded = frames[0].clone();
+    padded.extend_from_slice(&[0; 10]);
+    assert_eq!(plain(&padded, None), parse(&padded).ok());
+}
+
+#[test]
+fn everything_else_is_left_to_the_general_parser() {
+    let v = FrameSpec {
+        vlans: vec![VlanTag::dot1q(5)],
+        ..FrameSpec::default()
+    };
+    let opts = FrameSpec {
+        ipv4_options: vec![1, 1, 1, 0],
+        ..FrameSpec::default()
+    };
+    let mf = FrameSpec {
+        more_fragments: true,
+        ..FrameSpec::default()
+    };
+    let off = FrameSpec {
+        frag_offset: 8,
+        ..FrameSpec::default()
+    };
+    let s6: Ipv6Addr = "2001:db8::1".parse().unwrap();
+    let d6: Ipv6Addr = "2001:db8::2".parse().unwrap();
+    let spec = FrameSpec::default();
+    let refused = [
+        build::udp4(&v, s4(), d4(), 1, 2, b""),
+        build::udp4(&opts, s4(), d4(), 1, 2, b""),
+        build::udp4(&mf, s4(), d4(), 1, 2, b""),
+        build::udp4(&off, s4(), d4(), 1, 2, b""),
+        build::icmp4_echo(&spec, s4(), d4(), 1, 1, b""),
+        build::ipv4(&spec, s4(), d4(), 47, &[0; 30]),
+        build::udp6(&spec, s6, d6, 1, 2, b""),
+        build::arp_request(&spec, s4(), d4()),
+    ];
+    for f in &refused {
+        assert_eq!(plain(f, None), None, "{f:02x?}");
+        assert_eq!(plain(f, Some(true)), None, "{f:02x?}");
+    }
+
+    let good = build::tcp4(&spec, s4(), d4(), 80, 1234, 0x10, b"");
+    // A bad header checksum, unless the NIC vouches for it.
+    let mut bad = good.clone();
+    bad[24] ^= 1;
+    assert_eq!(plain(&bad, None), None);
+    assert!(plain(&bad, Some(true)).is_some());
+    assert_eq!(plain(&good, Some(false)), None);
+    // TCP data offset below 5, or past the packet.
+    for doff in [0x40, 0x70] {
+        let mut f = good.clone();
+        f[14 + 20 + 12] = doff;
+        assert_eq!(plain(&f, Some(true)), None);
+        assert!(parse(&f).is_err());
+    }
+    // Total length past the frame, or too short for the UDP header.
+    let udp = build::udp4(&spec, s4(), d4(), 1, 2, b"");
+    for total in [47u16, 27] {
+        let mut f = udp.clone();
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        assert_eq!(plain(&f, Some(true)), None);
+        assert!(parse(&f).is_err());
+    }
+    // Shorter than Ethernet + IPv4 + 20 bytes.
+    assert_eq!(plain(&good[..53], Some(true)), None);
+}
+
+proptest! {
+    #![proptest_config(super::super::proptest_config(2000))]
+
+    /// Plain frames with any header values, then any byte of the first 54
+    /// overwritten: whatever is accepted, the general parser reads the same.
+    #[test]
+    fn never_disagrees_with_the_general_parser(
+        tcp in any::<bool>(),
+        src in any::<u32>(),
+        dst in any::<u32>(),
+        ports in any::<(u16, u16)>(),
+        flags in any::<u16>(),
+        ttl in any::<u8>(),
+        dscp in 0u8..64,
+        df in any::<bool>(),
+        payload in 0usize..64,
+        sets in proptest::collection::vec((0usize..54, any::<u8>()), 0..3),
+    ) {
+        let spec = FrameSpec { ttl, dscp, dont_fragment: df, ..FrameSpec::default() };
+        let (s, d) = (Ipv4Addr::from(src), Ipv4Addr::from(dst));
+        let body = vec![0xa5; payload];
+        let mut f = if tcp {
+            build::tcp4(&spec, s, d, ports.0, ports.1, flags & 0xfff, &body)
+        } else {
+            build::udp4(&spec, s, d, ports.0, ports.1, &body)
+        };
+        let untouched = sets.is_empty();
+        for (at, v) in sets {
+            f[at] = v;
+        }
+        let accepted = agrees(&f)?;
+        prop_assert!(accepted || !untouched, "a plain frame was refused");
+    }
+
+    /// Random bytes behind an IPv4 Ethernet header.
+    #[test]
+    fn random_frames_agree(body in proptest::collection::vec(any::<u8>(), 0..120)) {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00, 0x45];
+        f.extend_from_slice(&body);
+        agrees(&f)?;
+    }
+}

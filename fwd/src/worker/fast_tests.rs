@@ -1,0 +1,231 @@
+//! The fast path against the general stages alone: on any burst, the same
+//! verdicts, the same frames and the same counts; and it does take the
+//! common packets.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use ctl::wire::{self, Change, RouteTarget};
+use proptest::prelude::*;
+
+use super::super::pipeline::tests::{from_host, tables, Frames, GW_MAC, MAC_B};
+use super::super::pipeline::{Clock, Pipeline, Scratch, Tally, Verdict};
+use super::first;
+use crate::acl;
+use crate::pkt::build::{self, FrameSpec, VlanTag};
+use crate::pkt::IcmpError;
+use crate::tables::Tables;
+
+fn pipe(t: &Tables) -> Pipeline<'_> {
+    Pipeline {
+        tables: t,
+        in_port: 0,
+        reject: IcmpError::AdminProhibited,
+        host: false,
+    }
+}
+
+/// `Pipeline::run`: the fast path first (no rule set here), then the
+/// general stages for what it left.
+fn with_fast(t: &Tables, f: &mut Frames) -> (Scratch, Tally) {
+    let (mut s, mut tally) = (Scratch::default(), Tally::default());
+    let (_, mut w) = acl::CounterSet::new(1, 16);
+    pipe(t).run(f, &mut s, &mut tally, &mut w[0], Clock::default);
+    (s, tally)
+}
+
+/// The general stages over the whole burst.
+fn general(t: &Tables, f: &mut Frames) -> (Scratch, Tally) {
+    let (mut s, mut tally) = (Scratch::default(), Tally::default());
+    let n = f.f.len();
+    let p = pipe(t);
+    p.parse(f, &mut s, &mut tally, first(n));
+    p.route(&mut s, n);
+    p.act(f, &mut s, first(n));
+    (s, tally)
+}
+
+#[test]
+fn plain_routed_traffic_is_all_taken_by_the_fast_path() {
+    let t = tables(vec![]);
+    let frames = (0..32u8)
+        .map(|i| {
+            let d = Ipv4Addr::new(198, 51, 100, i);
+            if i % 2 == 0 {
+                build::udp4(&from_host(), Ipv4Addr::new(10, 1, 0, 2), d, 1, 2, &[0; 10])
+            } else {
+                build::tcp4(&from_host(), Ipv4Addr::new(10, 1, 0, 2), d, 1, 2, 0x10, b"")
+            }
+        })
+        .collect();
+    let mut f = Frames::new(frames);
+    let mut s = Scratch::default();
+    let mut tally = Tally::default();
+    assert_eq!(pipe(&t).fast(&mut f, &mut s, &mut tally), 0);
+    for (i, fr) in f.f.iter().enumerate() {
+        assert_eq!(s.verdict[i], Verdict::Tx(1));
+        assert_eq!(fr[..6], GW_MAC);
+        assert_eq!(fr[6..12], MAC_B);
+        assert_eq!(fr[22], 63, "TTL decremented");
+        assert!(crate::pkt::csum::verify_ipv4_header(&fr[14..34]));
+    }
+    assert_eq!(tally.rx_bytes, 32 * 60);
+}
+
+#[test]
+fn everything_else_is_left_to_the_general_stages() {
+    let t = tables(vec![]);
+    let h = from_host();
+    let src = Ipv4Addr::new(10, 1, 0, 2);
+    let ttl1 = FrameSpec {
+        ttl: 1,
+        ..h.clone()
+    };
+    let df = FrameSpec {
+        dont_fragment: true,
+        ..h.clone()
+    };
+    let to = |d: [u8; 4]| build::udp4(&h, src, Ipv4Addr::from(d), 1, 2, b"");
+    let mut f = Frames::new(vec![
+        to([203, 0, 113, 1]), // reject
+        to([192, 0, 2, 1]),   // blackhole
+        to([8, 8, 8, 8]),     // no route
+        to([10, 2, 0, 9]),    // unresolved neighbour
+        to([10, 1, 0, 1]),    // ours
+        to([224, 0, 0, 5]),   // multicast
+        build::udp4(&ttl1, src, Ipv4Addr::new(198, 51, 100, 1), 1, 2, b""),
+        build::udp4(&df, src, Ipv4Addr::new(198, 51, 100, 1), 1, 2, &[0; 1300]),
+        build::icmp4_echo(&h, src, Ipv4Addr::new(198, 51, 100, 1), 1, 1, b""),
+        to([198, 51, 100, 1]), // taken
+    ]);
+    let mut s = Scratch::default();
+    let mut tally = Tally::default();
+    let rest = pipe(&t).fast(&mut f, &mut s, &mut tally);
+    assert_eq!(rest, first(9));
+    assert_eq!(s.verdict[9], Verdict::Tx(1));
+}
+
+/// 0.0.0.0/0 via the resolved gateway: multicast and the unrouted then
+/// have a route too.
+fn default_via_gateway() -> Change {
+    Change::RouteAdd(wire::Route {
+        linkdown: false,
+        proto: None,
+        prefix: "0.0.0.0/0".parse().unwrap(),
+        table: 0,
+        target: RouteTarget::Gateway {
+            via: Some("10.2.0.254".parse().unwrap()),
+            dev: Some("b".into()),
+        },
+    })
+}
+
+/// One packet of a random burst: what it is and how it arrives.
+#[derive(Clone, Debug)]
+struct Pkt {
+    kind: u8,
+    host: u8,
+    ttl: u8,
+    len: usize,
+    df: bool,
+    nic_csum: Option<bool>,
+    segs: u16,
+    corrupt: Option<(usize, u8)>,
+}
+
+fn pkt() -> impl Strategy<Value = Pkt> {
+    (
+        0u8..12,
+        any::<u8>(),
+        prop_oneof![Just(64u8), 0u8..3],
+        prop_oneof![0usize..40, 1200usize..1300],
+        any::<bool>(),
+        prop_oneof![Just(None), Just(Some(true)), Just(Some(false))],
+        prop_oneof![4 => Just(1u16), 1 => Just(2u16)],
+        proptest::option::weighted(0.2, (0usize..60, any::<u8>())),
+    )
+        .prop_map(|(kind, host, ttl, len, df, nic_csum, segs, corrupt)| Pkt {
+            kind,
+            host,
+            ttl,
+            len,
+            df,
+            nic_csum,
+            segs,
+            corrupt,
+        })
+}
+
+fn frame(p: &Pkt) -> Vec<u8> {
+    let spec = FrameSpec {
+        ttl: p.ttl,
+        dont_fragment: p.df,
+        ..from_host()
+    };
+    let src = Ipv4Addr::new(10, 1, 0, 2);
+    let body = vec![0x5a; p.len];
+    let v4 = |a: u8, b: u8, c: u8| Ipv4Addr::new(a, b, c, p.host);
+    let mut f = match p.kind {
+        0..=2 => build::udp4(&spec, src, v4(198, 51, 100), 7, 9, &body),
+        3 => build::tcp4(&spec, src, v4(198, 51, 100), 7, 9, 0x12, &body),
+        4 => build::udp4(&spec, src, v4(203, 0, 113), 7, 9, &body),
+        5 => build::udp4(&spec, src, v4(10, 2, 0), 7, 9, &body),
+        6 => build::udp4(&spec, src, v4(10, 1, 0), 7, 9, &body),
+        7 => build::udp4(&spec, src, v4(224, 0, 0), 7, 9, &body),
+        8 => build::udp4(&spec, src, v4(9, 9, 9), 7, 9, &body),
+        9 => build::icmp4_echo(&spec, src, v4(198, 51, 100), 1, 1, &body),
+        10 => {
+            let vlan = FrameSpec {
+                vlans: vec![VlanTag::dot1q(3)],
+                ..spec
+            };
+            build::udp4(&vlan, src, v4(198, 51, 100), 7, 9, &body)
+        }
+        _ => {
+            let s6: Ipv6Addr = "fd01::2".parse().unwrap();
+            let d6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(p.host));
+            build::udp6(&spec, s6, d6, 7, 9, &body)
+        }
+    };
+    if let Some((at, v)) = p.corrupt {
+        let at = at % f.len();
+        f[at] = v;
+    }
+    f
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Whatever the burst, the fast path changes nothing but the cost: the
+    /// same verdicts, addresses to resolve, frames and counts as the
+    /// general stages alone.
+    #[test]
+    fn the_fast_path_decides_as_the_general_stages_do(
+        burst in proptest::collection::vec(pkt(), 1..=32),
+        default_route in any::<bool>(),
+    ) {
+        let t = tables(if default_route { vec![default_via_gateway()] } else { vec![] });
+        let mut a = Frames::new(burst.iter().map(frame).collect());
+        a.segs = burst.iter().map(|p| p.segs).collect();
+        a.nic_csum = burst.iter().map(|p| p.nic_csum).collect();
+        let mut b = a.clone();
+        let (sa, ta) = with_fast(&t, &mut a);
+        let (sb, tb) = general(&t, &mut b);
+        let n = burst.len();
+        prop_assert_eq!(&sa.verdict[..n], &sb.verdict[..n]);
+        for i in 0..n {
+            if matches!(sa.verdict[i], Verdict::Hold { .. }) {
+                prop_assert_eq!(sa.hold_addr[i], sb.hold_addr[i]);
+            }
+        }
+        prop_assert_eq!(a.f, b.f);
+        prop_assert_eq!(ta.drops, tb.drops);
+        prop_assert_eq!(ta.events, tb.events);
+        prop_assert_eq!(ta.rx_bytes, tb.rx_bytes);
+        prop_assert_eq!(sa.n_learned, sb.n_learned);
+    }
+}
