@@ -162,6 +162,8 @@ pub struct RuleEntry {
     order: u64,
     /// [`Rule::has_verdict`], cached: tested for every match.
     verdict: bool,
+    /// [`RuleEntry::only_permits`], cached.
+    permit: bool,
     compiled: compiled::Compiled,
 }
 
@@ -191,6 +193,14 @@ impl RuleEntry {
     #[inline(always)]
     pub fn has_verdict(&self) -> bool {
         self.verdict
+    }
+
+    /// True when a match of this rule ends evaluation and only lets the
+    /// packet on to routing (its actions are permit, count and mark):
+    /// all it does is count the packet.
+    #[inline(always)]
+    pub fn only_permits(&self) -> bool {
+        self.permit
     }
 
     /// Precedence key ([`Rule::order`]): smaller comes first.

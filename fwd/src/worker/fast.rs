@@ -1,5 +1,5 @@
 //! The forwarding fast path: routed IPv4 traffic in two passes over the
-//! burst, around one batched lookup, while no rule set is loaded.
+//! burst, around one batched classification and one batched lookup.
 //!
 //! The general stages ([`super::pipeline`]) give every packet a verdict and
 //! pass over the burst once per stage to refine it, so that every case
@@ -11,8 +11,13 @@
 //! 1. recognise the common frame ([`pkt::parse_plain_v4`]: untagged IPv4
 //!    UDP or TCP without options, header checksum good), gather the
 //!    destinations;
-//! 2. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst);
-//! 3. rewrite, trim the Ethernet padding and mark `Tx` what forwards.
+//! 2. while rules are loaded, one
+//!    [`Classifier::classify_burst`](crate::acl::Classifier::classify_burst):
+//!    a packet goes on only if its first match merely permits
+//!    ([`RuleEntry::only_permits`]) or nothing matches;
+//! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst);
+//! 4. rewrite, trim the Ethernet padding, count the rule's hit and mark
+//!    `Tx` what forwards.
 //!
 //! A packet stops at the first condition it fails and is left unchanged to
 //! the general stages, which decide it from scratch: the fast path only
@@ -20,11 +25,14 @@
 //! same rewrite and `Tx` verdict (a property test runs both on the same
 //! bursts).
 
+use crate::acl::{CounterWriter, RuleEntry};
 use crate::dpdk::mbuf::BURST;
 use crate::pkt;
 use crate::route::Resolved;
 
-use super::pipeline::{egress, is_multicast, Egress, Packets, Pipeline, Scratch, Tally, Verdict};
+use super::pipeline::{
+    egress, is_multicast, key_of, Clock, Egress, Packets, Pipeline, Scratch, Tally, Verdict,
+};
 
 /// A set of packets of a burst: bit `i` is packet `i`.
 pub type Mask = u32;
@@ -43,10 +51,17 @@ pub fn first(n: usize) -> Mask {
 
 impl Pipeline<'_> {
     /// Forwards what it can of the burst (`s.verdict[i] = Tx(port)`, frame
-    /// rewritten, received bytes counted) and returns the packets left for
-    /// the general stages.
+    /// rewritten, received bytes and rule hits counted) and returns the
+    /// packets left for the general stages.
     #[inline(always)]
-    pub fn fast<P: Packets>(&self, pkts: &mut P, s: &mut Scratch, tally: &mut Tally) -> Mask {
+    pub fn fast<P: Packets>(
+        &self,
+        pkts: &mut P,
+        s: &mut Scratch,
+        tally: &mut Tally,
+        rc: &mut CounterWriter,
+        clock: Clock,
+    ) -> Mask {
         let n = pkts.count();
         let t = self.tables;
         if !t.port(self.in_port).is_some_and(|p| p.is_up()) {
@@ -71,6 +86,27 @@ impl Pipeline<'_> {
             n4 += 1;
         }
         let mut rest = first(n);
+        // The first match of each packet that goes on (None: no match).
+        let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
+        if n4 > 0 && !t.acl.is_empty() {
+            for k in 0..n4 {
+                let p = &s.parsed[usize::from(s.v4_idx[k])];
+                s.keys[k] = key_of(p, self.in_port as u16);
+            }
+            let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
+            t.acl.classify_burst(&s.keys[..n4], &mut found[..n4]);
+            let mut m = 0;
+            for (k, &hit) in found[..n4].iter().enumerate() {
+                if hit.is_some_and(|r| !r.only_permits()) {
+                    continue;
+                }
+                s.v4_idx[m] = s.v4_idx[k];
+                s.v4_dst[m] = s.v4_dst[k];
+                rule[m] = hit;
+                m += 1;
+            }
+            n4 = m;
+        }
         if n4 == 0 {
             return rest;
         }
@@ -84,7 +120,7 @@ impl Pipeline<'_> {
         );
         // Packets of a burst mostly share a next hop: resolve it once.
         let mut cached = (u32::MAX, Egress::Drop(crate::stats::DropReason::NoRoute));
-        for k in 0..n4 {
+        for (k, &hit) in rule[..n4].iter().enumerate() {
             let Resolved::Forward(nh) = s.v4_out[k] else {
                 continue;
             };
@@ -117,6 +153,10 @@ impl Pipeline<'_> {
             tally.rx_bytes += u64::from(pkts.wire_len(i));
             if trim {
                 pkts.trim_to(i, usize::from(p.l3_off) + usize::from(p.l3_len));
+            }
+            if let Some(r) = hit {
+                // What the general classify counts: the trimmed length.
+                rc.hit(r.slot(), pkts.wire_len(i), clock.tick_ms);
             }
             s.verdict[i] = Verdict::Tx(port);
             rest &= !(1 << i);

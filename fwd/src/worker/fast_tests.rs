@@ -1,13 +1,13 @@
-//! The fast path against the general stages alone: on any burst, the same
-//! verdicts, the same frames and the same counts; and it does take the
-//! common packets.
+//! The fast path against the general stages alone: on any burst and rule
+//! set, the same verdicts, the same frames and the same counts (rule hits
+//! included); and it does take the common packets.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use ctl::wire::{self, Change, RouteTarget};
 use proptest::prelude::*;
 
-use super::super::pipeline::tests::{from_host, tables, Frames, GW_MAC, MAC_B};
+use super::super::pipeline::tests::{from_host, prio_rule, tables, Frames, GW_MAC, MAC_B};
 use super::super::pipeline::{Clock, Pipeline, Scratch, Tally, Verdict};
 use super::first;
 use crate::acl;
@@ -24,24 +24,67 @@ fn pipe(t: &Tables) -> Pipeline<'_> {
     }
 }
 
-/// `Pipeline::run`: the fast path first (no rule set here), then the
-/// general stages for what it left.
-fn with_fast(t: &Tables, f: &mut Frames) -> (Scratch, Tally) {
+/// Packets and bytes counted per rule id.
+type Hits = Vec<(u32, u64, u64)>;
+
+fn hits(t: &Tables, set: &acl::CounterSet) -> Hits {
+    let mut h: Hits = t
+        .acl
+        .entries()
+        .map(|e| {
+            let c = set.read(e.slot());
+            (e.id(), c.packets, c.bytes)
+        })
+        .collect();
+    h.sort_unstable();
+    h
+}
+
+/// `Pipeline::run`: the fast path first, then the general stages for what
+/// it left.
+fn with_fast(t: &Tables, f: &mut Frames) -> (Scratch, Tally, Hits) {
     let (mut s, mut tally) = (Scratch::default(), Tally::default());
-    let (_, mut w) = acl::CounterSet::new(1, 16);
+    let (set, mut w) = acl::CounterSet::new(1, 64);
     pipe(t).run(f, &mut s, &mut tally, &mut w[0], Clock::default);
-    (s, tally)
+    (s, tally, hits(t, &set))
 }
 
 /// The general stages over the whole burst.
-fn general(t: &Tables, f: &mut Frames) -> (Scratch, Tally) {
+fn general(t: &Tables, f: &mut Frames) -> (Scratch, Tally, Hits) {
     let (mut s, mut tally) = (Scratch::default(), Tally::default());
+    let (set, mut w) = acl::CounterSet::new(1, 64);
     let n = f.f.len();
     let p = pipe(t);
     p.parse(f, &mut s, &mut tally, first(n));
+    if !t.acl.is_empty() {
+        p.classify(f, &mut s, &mut tally, &mut w[0], Clock::default());
+    }
     p.route(&mut s, n);
     p.act(f, &mut s, first(n));
-    (s, tally)
+    (s, tally, hits(t, &set))
+}
+
+/// Rules drawn by the bits of `pick`, over destination ports 9, 53 and 80:
+/// some only permit (the fast path goes on), the others drop, count or mark
+/// (left to the general stages), one catches everything.
+fn rules(pick: u8) -> Vec<Change> {
+    let all = [
+        prio_rule(10, Some(9), vec![wire::Action::Permit]),
+        prio_rule(20, None, vec![wire::Action::Count]),
+        prio_rule(30, Some(53), vec![wire::Action::Drop]),
+        prio_rule(5, Some(80), vec![wire::Action::Mark(1)]),
+        prio_rule(
+            40,
+            Some(80),
+            vec![wire::Action::Count, wire::Action::Permit],
+        ),
+        prio_rule(90, None, vec![]),
+    ];
+    all.into_iter()
+        .enumerate()
+        .filter(|(b, _)| pick & (1 << b) != 0)
+        .map(|(_, r)| r)
+        .collect()
 }
 
 #[test]
@@ -60,7 +103,9 @@ fn plain_routed_traffic_is_all_taken_by_the_fast_path() {
     let mut f = Frames::new(frames);
     let mut s = Scratch::default();
     let mut tally = Tally::default();
-    assert_eq!(pipe(&t).fast(&mut f, &mut s, &mut tally), 0);
+    let (_, mut w) = acl::CounterSet::new(1, 16);
+    let fast = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+    assert_eq!(fast, 0);
     for (i, fr) in f.f.iter().enumerate() {
         assert_eq!(s.verdict[i], Verdict::Tx(1));
         assert_eq!(fr[..6], GW_MAC);
@@ -99,7 +144,8 @@ fn everything_else_is_left_to_the_general_stages() {
     ]);
     let mut s = Scratch::default();
     let mut tally = Tally::default();
-    let rest = pipe(&t).fast(&mut f, &mut s, &mut tally);
+    let (_, mut w) = acl::CounterSet::new(1, 16);
+    let rest = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
     assert_eq!(rest, first(9));
     assert_eq!(s.verdict[9], Verdict::Tx(1));
 }
@@ -163,27 +209,28 @@ fn frame(p: &Pkt) -> Vec<u8> {
     };
     let src = Ipv4Addr::new(10, 1, 0, 2);
     let body = vec![0x5a; p.len];
+    let dport = [9, 53, 80][usize::from(p.host % 3)];
     let v4 = |a: u8, b: u8, c: u8| Ipv4Addr::new(a, b, c, p.host);
     let mut f = match p.kind {
-        0..=2 => build::udp4(&spec, src, v4(198, 51, 100), 7, 9, &body),
-        3 => build::tcp4(&spec, src, v4(198, 51, 100), 7, 9, 0x12, &body),
-        4 => build::udp4(&spec, src, v4(203, 0, 113), 7, 9, &body),
-        5 => build::udp4(&spec, src, v4(10, 2, 0), 7, 9, &body),
-        6 => build::udp4(&spec, src, v4(10, 1, 0), 7, 9, &body),
-        7 => build::udp4(&spec, src, v4(224, 0, 0), 7, 9, &body),
-        8 => build::udp4(&spec, src, v4(9, 9, 9), 7, 9, &body),
+        0..=2 => build::udp4(&spec, src, v4(198, 51, 100), 7, dport, &body),
+        3 => build::tcp4(&spec, src, v4(198, 51, 100), 7, dport, 0x12, &body),
+        4 => build::udp4(&spec, src, v4(203, 0, 113), 7, dport, &body),
+        5 => build::udp4(&spec, src, v4(10, 2, 0), 7, dport, &body),
+        6 => build::udp4(&spec, src, v4(10, 1, 0), 7, dport, &body),
+        7 => build::udp4(&spec, src, v4(224, 0, 0), 7, dport, &body),
+        8 => build::udp4(&spec, src, v4(9, 9, 9), 7, dport, &body),
         9 => build::icmp4_echo(&spec, src, v4(198, 51, 100), 1, 1, &body),
         10 => {
             let vlan = FrameSpec {
                 vlans: vec![VlanTag::dot1q(3)],
                 ..spec
             };
-            build::udp4(&vlan, src, v4(198, 51, 100), 7, 9, &body)
+            build::udp4(&vlan, src, v4(198, 51, 100), 7, dport, &body)
         }
         _ => {
             let s6: Ipv6Addr = "fd01::2".parse().unwrap();
             let d6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(p.host));
-            build::udp6(&spec, s6, d6, 7, 9, &body)
+            build::udp6(&spec, s6, d6, 7, dport, &body)
         }
     };
     if let Some((at, v)) = p.corrupt {
@@ -207,14 +254,20 @@ proptest! {
     fn the_fast_path_decides_as_the_general_stages_do(
         burst in proptest::collection::vec(pkt(), 1..=32),
         default_route in any::<bool>(),
+        pick in prop_oneof![Just(0u8), any::<u8>()],
     ) {
-        let t = tables(if default_route { vec![default_via_gateway()] } else { vec![] });
+        let mut extra = rules(pick);
+        if default_route {
+            extra.push(default_via_gateway());
+        }
+        let t = tables(extra);
         let mut a = Frames::new(burst.iter().map(frame).collect());
         a.segs = burst.iter().map(|p| p.segs).collect();
         a.nic_csum = burst.iter().map(|p| p.nic_csum).collect();
         let mut b = a.clone();
-        let (sa, ta) = with_fast(&t, &mut a);
-        let (sb, tb) = general(&t, &mut b);
+        let (sa, ta, ha) = with_fast(&t, &mut a);
+        let (sb, tb, hb) = general(&t, &mut b);
+        prop_assert_eq!(ha, hb);
         let n = burst.len();
         prop_assert_eq!(&sa.verdict[..n], &sb.verdict[..n]);
         for i in 0..n {

@@ -33,7 +33,7 @@ use crate::route::Resolved;
 use crate::stats::{DropReason, Event};
 use crate::tables::Tables;
 
-use super::fast::{first, Mask};
+use super::fast::Mask;
 use super::local;
 
 /// A burst of frames as the stages see them.
@@ -107,7 +107,7 @@ pub struct Scratch {
     /// ARP / ND messages to hand to the control side: (packet, message).
     pub learned: [(u8, NeighMsg); BURST],
     pub n_learned: usize,
-    keys: [Key; BURST],
+    pub(super) keys: [Key; BURST],
     key_idx: [u8; BURST],
     pub(super) v4_idx: [u8; BURST],
     pub(super) v4_dst: [u32; BURST],
@@ -194,9 +194,8 @@ pub struct Pipeline<'a> {
 }
 
 impl Pipeline<'_> {
-    /// Runs every stage; `s.verdict[..n]` are final afterwards. Without a
-    /// rule set, the [fast path](super::fast) goes first and the stages see
-    /// only what it left.
+    /// Runs every stage; `s.verdict[..n]` are final afterwards. The [fast
+    /// path](super::fast) goes first and the stages see only what it left.
     #[inline(always)]
     pub fn run<P: Packets>(
         &self,
@@ -207,18 +206,15 @@ impl Pipeline<'_> {
         clock: impl FnOnce() -> Clock,
     ) {
         let acl = !self.tables.acl.is_empty();
-        let todo = if acl {
-            first(pkts.count())
-        } else {
-            self.fast(pkts, s, tally)
-        };
+        let clock = if acl { clock() } else { Clock::default() };
+        let todo = self.fast(pkts, s, tally, rules, clock);
         s.n_learned = 0;
         if todo == 0 {
             return;
         }
         self.parse(pkts, s, tally, todo);
         if acl {
-            self.classify(pkts, s, tally, rules, clock());
+            self.classify(pkts, s, tally, rules, clock);
         }
         self.route(s, pkts.count());
         self.act(pkts, s, todo);

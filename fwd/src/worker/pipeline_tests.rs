@@ -471,7 +471,11 @@ fn a_rule_on_the_ae_ns_flag_sees_it_through_the_pipeline() {
 
 /// A rule at `prio` (id = prio) matching UDP port `dport` (any packet
 /// without one).
-fn prio_rule(prio: u32, dport: Option<u16>, actions: Vec<wire::Action>) -> Change {
+pub(in crate::worker) fn prio_rule(
+    prio: u32,
+    dport: Option<u16>,
+    actions: Vec<wire::Action>,
+) -> Change {
     Change::RuleAdd(Box::new(wire::Rule {
         id: Some(prio),
         priority: prio,
