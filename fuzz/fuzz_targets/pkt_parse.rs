@@ -1,12 +1,21 @@
 //! Any bytes as an Ethernet frame: the parser, the flow hash and the
-//! neighbour-message parsers never panic, and what `parse` accepts keeps the
-//! promises of `Parsed` (see `appliance_fuzz::checked_parse`).
+//! neighbour-message parsers never panic, what `parse` accepts keeps the
+//! promises of `Parsed` (see `appliance_fuzz::checked_parse`), and what the
+//! fast path's recogniser (`parse_plain_v4`) accepts, `parse` reads the same.
 #![no_main]
 
 use fwd::pkt::{self, NeighMsg};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|frame: &[u8]| {
+    for nic in [None, Some(true), Some(false)] {
+        let mut p = pkt::Parsed::default();
+        if pkt::parse_plain_v4(frame, nic, &mut p) {
+            assert_ne!(nic, Some(false), "a bad checksum the NIC reported");
+            assert_eq!(pkt::parse(frame), Ok(p));
+            assert!(nic.is_some() || pkt::ipv4_checksum_ok(frame, &p));
+        }
+    }
     let arp = pkt::parse_arp(frame);
     if arp.is_some() {
         assert_eq!(pkt::ether_type(frame), Some(pkt::ethertype::ARP));
