@@ -2,7 +2,7 @@
 //! parse + forward_rewrite over bursts of 32 IPv4/UDP frames of 60 bytes (64 on the
 //! wire with the FCS), plus variants (parse only, + flow hash, + software IPv4
 //! checksum check, a mixed v4/v6/VLAN/TCP burst, stage-wise over a `[Parsed; 32]`),
-//! the common-case recogniser (`parse_plain_v4`), and the worker's whole fast path
+//! the common-case recognisers (`parse_plain_v4`, `parse_plain_v6`), and the worker's whole fast path
 //! (`Pipeline::fast`: recognise, one batched lookup in a 1000-route table, rewrite)
 //! over plain byte frames.
 //!
@@ -41,6 +41,25 @@ fn udp_burst() -> Vec<Vec<u8>> {
             );
             assert_eq!(f.len(), 60);
             f
+        })
+        .collect()
+}
+
+fn udp6_burst() -> Vec<Vec<u8>> {
+    let spec = FrameSpec {
+        ttl: 255,
+        ..FrameSpec::default()
+    };
+    (0..BURST as u128)
+        .map(|i| {
+            build::udp6(
+                &spec,
+                Ipv6Addr::from(0x2001_0db8_0000_0000_0000_0000_0000_0001 + i),
+                Ipv6Addr::from(0x2001_0db8_0001_0000_0000_0000_0000_0000 + (i << 64)),
+                1024 + i as u16,
+                80,
+                &[0; 18],
+            )
         })
         .collect()
 }
@@ -230,6 +249,23 @@ fn main() {
             n
         },
     );
+    let udp6 = udp6_burst();
+    run(
+        "parse + forward_rewrite (udp6)",
+        &udp6,
+        blocks,
+        parse_rewrite,
+    );
+    run("parse_plain_v6 + rewrite (udp6)", &udp6, blocks, |b| {
+        let mut p = Parsed::default();
+        let mut n = 0;
+        for f in b.iter_mut() {
+            if pkt::parse_plain_v6(f, &mut p) {
+                n += u64::from(pkt::forward_rewrite(f, &p, DMAC, SMAC).is_ok());
+            }
+        }
+        n
+    });
     let tables = fast_path::tables();
     let routed = fast_path::burst();
     let mut scratch = Scratch::default();

@@ -1,9 +1,10 @@
-//! `parse_plain_v4` accepts the common frames, refuses everything else, and
-//! never disagrees with the general parser (which stays the reference).
+//! `parse_plain_v4` and `parse_plain_v6` accept the common frames, refuse
+//! everything else, and never disagree with the general parser (which
+//! stays the reference).
 
 use super::super::build::{self, FrameSpec, VlanTag};
 use super::super::{ipv4_checksum_ok, parse, Parsed};
-use super::parse_plain_v4;
+use super::{parse_plain_v4, parse_plain_v6};
 use proptest::prelude::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -26,6 +27,12 @@ fn agrees(f: &[u8]) -> Result<bool, TestCaseError> {
             }
             accepted = true;
         }
+    }
+    let mut p = Parsed::default();
+    if parse_plain_v6(f, &mut p) {
+        prop_assert!(!accepted, "a frame both IPv4 and IPv6");
+        prop_assert_eq!(parse(f), Ok(p));
+        accepted = true;
     }
     Ok(accepted)
 }
@@ -61,6 +68,61 @@ fn plain_udp_and_tcp_are_accepted_as_the_general_parser_reads_them() {
     let mut padded = frames[0].clone();
     padded.extend_from_slice(&[0; 10]);
     assert_eq!(plain(&padded, None), parse(&padded).ok());
+}
+
+#[test]
+fn plain_ipv6_udp_and_tcp_are_accepted_and_nothing_else() {
+    let s6: Ipv6Addr = "2001:db8::1".parse().unwrap();
+    let d6: Ipv6Addr = "2001:db8::2".parse().unwrap();
+    let spec = FrameSpec {
+        ttl: 1,
+        dscp: 46,
+        ..FrameSpec::default()
+    };
+    let v6 = |f: &[u8]| {
+        let mut p = Parsed::default();
+        parse_plain_v6(f, &mut p).then_some(p)
+    };
+    for f in [
+        build::udp6(&spec, s6, d6, 1, 2, b""),
+        build::udp6(&spec, s6, d6, 1, 2, &[3; 1400]),
+        build::tcp6(&spec, s6, d6, 1, 2, 0xfff, b""),
+    ] {
+        let p = v6(&f).expect("a plain frame");
+        assert_eq!(parse(&f), Ok(p));
+    }
+    let hbh = FrameSpec {
+        ipv6_ext: vec![super::super::build::Ext6::HopByHop { len8: 0 }],
+        ..FrameSpec::default()
+    };
+    let vlan = FrameSpec {
+        vlans: vec![VlanTag::dot1q(5)],
+        ..FrameSpec::default()
+    };
+    for f in [
+        build::udp6(&hbh, s6, d6, 1, 2, b""),
+        build::udp6(&vlan, s6, d6, 1, 2, b""),
+        build::icmp6_echo(&spec, s6, d6, 1, 1, b""),
+        build::udp4(&spec, s4(), d4(), 1, 2, b""),
+    ] {
+        assert_eq!(v6(&f), None, "{f:02x?}");
+    }
+    // Payload length past the frame, or too short for the UDP header.
+    let udp = build::udp6(&spec, s6, d6, 1, 2, b"");
+    for payload in [9u16, 7] {
+        let mut f = udp.clone();
+        f[18..20].copy_from_slice(&payload.to_be_bytes());
+        assert_eq!(v6(&f), None);
+        assert!(parse(&f).is_err());
+    }
+    // TCP data offset below 5, or past the packet.
+    let tcp = build::tcp6(&spec, s6, d6, 1, 2, 0x10, b"");
+    for doff in [0x40, 0x70] {
+        let mut f = tcp.clone();
+        f[14 + 40 + 12] = doff;
+        assert_eq!(v6(&f), None);
+        assert!(parse(&f).is_err());
+    }
 }
 
 #[test]
@@ -141,28 +203,37 @@ proptest! {
         dscp in 0u8..64,
         df in any::<bool>(),
         payload in 0usize..64,
-        sets in proptest::collection::vec((0usize..54, any::<u8>()), 0..3),
+        v6 in any::<bool>(),
+        sets in proptest::collection::vec((0usize..74, any::<u8>()), 0..3),
     ) {
         let spec = FrameSpec { ttl, dscp, dont_fragment: df, ..FrameSpec::default() };
         let (s, d) = (Ipv4Addr::from(src), Ipv4Addr::from(dst));
+        let (s6, d6) = (Ipv6Addr::from(u128::from(src) << 64), Ipv6Addr::from(u128::from(dst)));
         let body = vec![0xa5; payload];
-        let mut f = if tcp {
-            build::tcp4(&spec, s, d, ports.0, ports.1, flags & 0xfff, &body)
-        } else {
-            build::udp4(&spec, s, d, ports.0, ports.1, &body)
+        let flags = flags & 0xfff;
+        let mut f = match (v6, tcp) {
+            (false, true) => build::tcp4(&spec, s, d, ports.0, ports.1, flags, &body),
+            (false, false) => build::udp4(&spec, s, d, ports.0, ports.1, &body),
+            (true, true) => build::tcp6(&spec, s6, d6, ports.0, ports.1, flags, &body),
+            (true, false) => build::udp6(&spec, s6, d6, ports.0, ports.1, &body),
         };
         let untouched = sets.is_empty();
         for (at, v) in sets {
+            let at = at % f.len();
             f[at] = v;
         }
         let accepted = agrees(&f)?;
         prop_assert!(accepted || !untouched, "a plain frame was refused");
     }
 
-    /// Random bytes behind an IPv4 Ethernet header.
+    /// Random bytes behind an IPv4 or IPv6 Ethernet header.
     #[test]
-    fn random_frames_agree(body in proptest::collection::vec(any::<u8>(), 0..120)) {
-        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00, 0x45];
+    fn random_frames_agree(
+        v6 in any::<bool>(),
+        body in proptest::collection::vec(any::<u8>(), 0..120),
+    ) {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+        f.extend_from_slice(if v6 { &[0x86, 0xdd, 0x60] } else { &[0x08, 0x00, 0x45] });
         f.extend_from_slice(&body);
         agrees(&f)?;
     }

@@ -1,21 +1,24 @@
-//! The forwarding fast path: routed IPv4 traffic in two passes over the
-//! burst, around one batched classification and one batched lookup.
+//! The forwarding fast path: routed IPv4 and IPv6 traffic in two passes
+//! over the burst, around one batched classification and one batched
+//! lookup per family.
 //!
 //! The general stages ([`super::pipeline`]) give every packet a verdict and
 //! pass over the burst once per stage to refine it, so that every case
 //! (neighbour protocols, local delivery, ICMP errors, fragmentation, the
-//! host path) has its place. For the common packet (IPv4 with a valid
-//! header, unicast, routed to a resolved next hop on an up port, TTL > 1,
+//! host path) has its place. For the common packet (plain IPv4 or IPv6
+//! UDP/TCP, unicast, routed to a resolved next hop on an up port, TTL > 1,
 //! within the MTU) that costs more than the work itself. Here:
 //!
 //! 1. recognise the common frame ([`pkt::parse_plain_v4`]: untagged IPv4
-//!    UDP or TCP without options, header checksum good), gather the
-//!    destinations;
+//!    UDP or TCP without options, header checksum good;
+//!    [`pkt::parse_plain_v6`]: untagged IPv6 UDP or TCP without extension
+//!    headers, not to a link-local address), leave multicast;
 //! 2. while rules are loaded, one
 //!    [`Classifier::classify_burst`](crate::acl::Classifier::classify_burst):
 //!    a packet goes on only if its first match merely permits
 //!    ([`RuleEntry::only_permits`]) or nothing matches;
-//! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst);
+//! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst)
+//!    and one `lookup6_burst`;
 //! 4. rewrite, trim the Ethernet padding, count the rule's hit and mark
 //!    `Tx` what forwards.
 //!
@@ -27,8 +30,9 @@
 
 use crate::acl::{CounterWriter, RuleEntry};
 use crate::dpdk::mbuf::BURST;
-use crate::pkt;
+use crate::pkt::{self, L3Kind};
 use crate::route::Resolved;
+use crate::stats::DropReason;
 
 use super::pipeline::{
     egress, is_multicast, key_of, Clock, Egress, Packets, Pipeline, Scratch, Tally, Verdict,
@@ -64,10 +68,12 @@ impl Pipeline<'_> {
     ) -> Mask {
         let n = pkts.count();
         let t = self.tables;
+        let mut rest = first(n);
         if !t.port(self.in_port).is_some_and(|p| p.is_up()) {
-            return first(n);
+            return rest;
         }
-        let mut n4 = 0;
+        // The candidates, in burst order.
+        let mut m = 0;
         for i in 0..n {
             pkts.prefetch(i + 1);
             if pkts.segments(i) != 1 {
@@ -78,50 +84,76 @@ impl Pipeline<'_> {
                 continue;
             };
             let p = &mut s.parsed[i];
-            if !pkt::parse_plain_v4(frame, nic_csum, p) || is_multicast(p) {
-                continue;
+            let plain = if pkt::parse_plain_v4(frame, nic_csum, p) {
+                !is_multicast(p)
+            } else {
+                // Link-local destinations (ours, or never forwarded) and
+                // multicast are the general stages'.
+                pkt::parse_plain_v6(frame, p) && !is_multicast(p) && p.dst_v6() >> 118 != 0x3fa
+            };
+            if plain {
+                s.key_idx[m] = i as u8;
+                m += 1;
             }
-            s.v4_idx[n4] = i as u8;
-            s.v4_dst[n4] = s.parsed[i].dst_v4();
-            n4 += 1;
         }
-        let mut rest = first(n);
-        // The first match of each packet that goes on (None: no match).
+        // The first match of each packet that goes on, by packet (None: no
+        // match, or no rules).
         let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
-        if n4 > 0 && !t.acl.is_empty() {
-            for k in 0..n4 {
-                let p = &s.parsed[usize::from(s.v4_idx[k])];
+        if m > 0 && !t.acl.is_empty() {
+            for k in 0..m {
+                let p = &s.parsed[usize::from(s.key_idx[k])];
                 s.keys[k] = key_of(p, self.in_port as u16);
             }
             let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
-            t.acl.classify_burst(&s.keys[..n4], &mut found[..n4]);
-            let mut m = 0;
-            for (k, &hit) in found[..n4].iter().enumerate() {
+            t.acl.classify_burst(&s.keys[..m], &mut found[..m]);
+            let mut kept = 0;
+            for (k, &hit) in found[..m].iter().enumerate() {
                 if hit.is_some_and(|r| !r.only_permits()) {
                     continue;
                 }
-                s.v4_idx[m] = s.v4_idx[k];
-                s.v4_dst[m] = s.v4_dst[k];
-                rule[m] = hit;
-                m += 1;
+                let i = s.key_idx[k];
+                rule[usize::from(i)] = hit;
+                s.key_idx[kept] = i;
+                kept += 1;
             }
-            n4 = m;
+            m = kept;
         }
-        if n4 == 0 {
-            return rest;
+        let (mut n4, mut n6) = (0, 0);
+        for &i in &s.key_idx[..m] {
+            let p = &s.parsed[usize::from(i)];
+            if p.kind == L3Kind::V4 {
+                s.v4_idx[n4] = i;
+                s.v4_dst[n4] = p.dst_v4();
+                n4 += 1;
+            } else {
+                s.v6_idx[n6] = i;
+                s.v6_dst[n6] = p.dst_v6();
+                n6 += 1;
+            }
         }
-        let (parsed, idx) = (&s.parsed, &s.v4_idx);
-        let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
-        t.routing.lookup4_burst(
-            t.port_vrf(self.in_port),
-            &s.v4_dst[..n4],
-            hash,
-            &mut s.v4_out[..n4],
-        );
+        let vrf = t.port_vrf(self.in_port);
+        let parsed = &s.parsed;
+        if n4 > 0 {
+            let idx = &s.v4_idx;
+            let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
+            t.routing
+                .lookup4_burst(vrf, &s.v4_dst[..n4], hash, &mut s.v4_out[..n4]);
+        }
+        if n6 > 0 {
+            let idx = &s.v6_idx;
+            let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
+            t.routing
+                .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
+        }
         // Packets of a burst mostly share a next hop: resolve it once.
-        let mut cached = (u32::MAX, Egress::Drop(crate::stats::DropReason::NoRoute));
-        for (k, &hit) in rule[..n4].iter().enumerate() {
-            let Resolved::Forward(nh) = s.v4_out[k] else {
+        let mut cached = (u32::MAX, Egress::Drop(DropReason::NoRoute));
+        let found = s.v4_idx[..n4]
+            .iter()
+            .zip(&s.v4_out[..n4])
+            .chain(s.v6_idx[..n6].iter().zip(&s.v6_out[..n6]));
+        for (&i, &r) in found {
+            let i = usize::from(i);
+            let Resolved::Forward(nh) = r else {
                 continue;
             };
             if cached.0 != nh {
@@ -137,7 +169,6 @@ impl Pipeline<'_> {
             else {
                 continue;
             };
-            let i = usize::from(s.v4_idx[k]);
             let p = &s.parsed[i];
             if p.ttl <= 1 || p.l3_len > mtu {
                 continue;
@@ -148,13 +179,14 @@ impl Pipeline<'_> {
             if pkt::forward_rewrite(frame, p, dst_mac, src_mac).is_err() {
                 continue;
             }
-            let trim = frame.len() > usize::from(p.l3_off) + usize::from(p.l3_len);
+            let end = usize::from(p.l3_off) + usize::from(p.l3_len);
+            let trim = frame.len() > end;
             // Received bytes as the general parse counts them: before trimming.
             tally.rx_bytes += u64::from(pkts.wire_len(i));
             if trim {
-                pkts.trim_to(i, usize::from(p.l3_off) + usize::from(p.l3_len));
+                pkts.trim_to(i, end);
             }
-            if let Some(r) = hit {
+            if let Some(r) = rule[i] {
                 // What the general classify counts: the trimmed length.
                 rc.hit(r.slot(), pkts.wire_len(i), clock.tick_ms);
             }

@@ -11,7 +11,7 @@ use super::super::pipeline::tests::{from_host, prio_rule, tables, Frames, GW_MAC
 use super::super::pipeline::{Clock, Pipeline, Scratch, Tally, Verdict};
 use super::first;
 use crate::acl;
-use crate::pkt::build::{self, FrameSpec, VlanTag};
+use crate::pkt::build::{self, Ext6, FrameSpec, VlanTag};
 use crate::pkt::IcmpError;
 use crate::tables::Tables;
 
@@ -117,6 +117,32 @@ fn plain_routed_traffic_is_all_taken_by_the_fast_path() {
 }
 
 #[test]
+fn plain_ipv6_to_a_resolved_gateway_is_taken_too() {
+    let t = tables(vec![Change::NeighAdd(wire::Neigh {
+        addr: "fd02::fe".parse().unwrap(),
+        lladdr: wire::Mac(GW_MAC),
+        dev: "b".into(),
+    })]);
+    let s6: Ipv6Addr = "fd01::2".parse().unwrap();
+    let d6: Ipv6Addr = "2001:db8::7".parse().unwrap();
+    let ll: Ipv6Addr = "fe80::7".parse().unwrap();
+    let mut f = Frames::new(vec![
+        build::udp6(&from_host(), s6, d6, 1, 2, b""),
+        build::tcp6(&from_host(), s6, d6, 1, 2, 0x02, b""),
+        build::udp6(&from_host(), s6, ll, 1, 2, b""),
+    ]);
+    let mut s = Scratch::default();
+    let mut tally = Tally::default();
+    let (_, mut w) = acl::CounterSet::new(1, 16);
+    let rest = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+    assert_eq!(rest, 0b100, "link-local is left to the general stages");
+    for fr in &f.f[..2] {
+        assert_eq!(fr[..6], GW_MAC);
+        assert_eq!(fr[14 + 7], 63, "hop limit decremented");
+    }
+}
+
+#[test]
 fn everything_else_is_left_to_the_general_stages() {
     let t = tables(vec![]);
     let h = from_host();
@@ -150,19 +176,25 @@ fn everything_else_is_left_to_the_general_stages() {
     assert_eq!(s.verdict[9], Verdict::Tx(1));
 }
 
-/// 0.0.0.0/0 via the resolved gateway: multicast and the unrouted then
-/// have a route too.
-fn default_via_gateway() -> Change {
-    Change::RouteAdd(wire::Route {
-        linkdown: false,
-        proto: None,
-        prefix: "0.0.0.0/0".parse().unwrap(),
-        table: 0,
-        target: RouteTarget::Gateway {
-            via: Some("10.2.0.254".parse().unwrap()),
-            dev: Some("b".into()),
-        },
-    })
+/// 0.0.0.0/0 and ::/0 via the gateways on b: multicast, link-local and
+/// the unrouted then have a route too.
+fn default_via_gateway() -> [Change; 2] {
+    let default = |prefix: &str, via: &str| {
+        Change::RouteAdd(wire::Route {
+            linkdown: false,
+            proto: None,
+            prefix: prefix.parse().unwrap(),
+            table: 0,
+            target: RouteTarget::Gateway {
+                via: Some(via.parse().unwrap()),
+                dev: Some("b".into()),
+            },
+        })
+    };
+    [
+        default("0.0.0.0/0", "10.2.0.254"),
+        default("::/0", "fd02::fe"),
+    ]
 }
 
 /// One packet of a random burst: what it is and how it arrives.
@@ -180,7 +212,7 @@ struct Pkt {
 
 fn pkt() -> impl Strategy<Value = Pkt> {
     (
-        0u8..12,
+        0u8..16,
         any::<u8>(),
         prop_oneof![Just(64u8), 0u8..3],
         prop_oneof![0usize..40, 1200usize..1300],
@@ -229,8 +261,21 @@ fn frame(p: &Pkt) -> Vec<u8> {
         }
         _ => {
             let s6: Ipv6Addr = "fd01::2".parse().unwrap();
-            let d6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(p.host));
-            build::udp6(&spec, s6, d6, 7, dport, &body)
+            let h = u16::from(p.host);
+            let d6 = |a: u16, b: u16| Ipv6Addr::new(a, b, 0, 0, 0, 0, 0, h);
+            match p.kind {
+                11 => build::udp6(&spec, s6, d6(0x2001, 0xdb8), 7, dport, &body),
+                12 => build::tcp6(&spec, s6, d6(0x2001, 0xdb8), 7, dport, 0x12, &body),
+                13 => build::udp6(&spec, s6, d6(0xfe80, 0), 7, dport, &body),
+                14 => build::udp6(&spec, s6, d6(0xff02, 0), 7, dport, &body),
+                _ => {
+                    let ext = FrameSpec {
+                        ipv6_ext: vec![Ext6::HopByHop { len8: 0 }],
+                        ..spec
+                    };
+                    build::udp6(&ext, s6, d6(0x2001, 0xdb8), 7, dport, &body)
+                }
+            }
         }
     };
     if let Some((at, v)) = p.corrupt {
@@ -254,11 +299,19 @@ proptest! {
     fn the_fast_path_decides_as_the_general_stages_do(
         burst in proptest::collection::vec(pkt(), 1..=32),
         default_route in any::<bool>(),
+        v6_resolved in any::<bool>(),
         pick in prop_oneof![Just(0u8), any::<u8>()],
     ) {
         let mut extra = rules(pick);
         if default_route {
-            extra.push(default_via_gateway());
+            extra.extend(default_via_gateway());
+        }
+        if v6_resolved {
+            extra.push(Change::NeighAdd(wire::Neigh {
+                addr: "fd02::fe".parse().unwrap(),
+                lladdr: wire::Mac(GW_MAC),
+                dev: "b".into(),
+            }));
         }
         let t = tables(extra);
         let mut a = Frames::new(burst.iter().map(frame).collect());

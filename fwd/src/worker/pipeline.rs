@@ -108,13 +108,13 @@ pub struct Scratch {
     pub learned: [(u8, NeighMsg); BURST],
     pub n_learned: usize,
     pub(super) keys: [Key; BURST],
-    key_idx: [u8; BURST],
+    pub(super) key_idx: [u8; BURST],
     pub(super) v4_idx: [u8; BURST],
     pub(super) v4_dst: [u32; BURST],
     pub(super) v4_out: [Resolved; BURST],
-    v6_idx: [u8; BURST],
-    v6_dst: [u128; BURST],
-    v6_out: [Resolved; BURST],
+    pub(super) v6_idx: [u8; BURST],
+    pub(super) v6_dst: [u128; BURST],
+    pub(super) v6_out: [Resolved; BURST],
 }
 
 impl Default for Scratch {
