@@ -7,22 +7,12 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use ctl::wire::{self, Change, RouteTarget};
 use proptest::prelude::*;
 
-use super::super::pipeline::tests::{from_host, prio_rule, tables, Frames, GW_MAC, MAC_B};
-use super::super::pipeline::{Clock, Pipeline, Scratch, Tally, Verdict};
+use super::super::pipeline::tests::{from_host, pipe, prio_rule, tables, Frames, GW_MAC, MAC_B};
+use super::super::pipeline::{Clock, Scratch, Tally, Verdict};
 use super::first;
 use crate::acl;
 use crate::pkt::build::{self, Ext6, FrameSpec, VlanTag};
-use crate::pkt::IcmpError;
 use crate::tables::Tables;
-
-fn pipe(t: &Tables) -> Pipeline<'_> {
-    Pipeline {
-        tables: t,
-        in_port: 0,
-        reject: IcmpError::AdminProhibited,
-        host: false,
-    }
-}
 
 /// Packets and bytes counted per rule id.
 type Hits = Vec<(u32, u64, u64)>;

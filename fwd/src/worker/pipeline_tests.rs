@@ -119,6 +119,16 @@ pub(in crate::worker) fn tables(extra: Vec<Change>) -> Tables {
         .tables
 }
 
+/// The stages for a burst received on port `a`, host path off.
+pub(in crate::worker) fn pipe(t: &Tables) -> Pipeline<'_> {
+    Pipeline {
+        tables: t,
+        in_port: 0,
+        reject: IcmpError::AdminProhibited,
+        host: false,
+    }
+}
+
 fn run(t: &Tables, frames: &mut Frames) -> (Scratch, Tally) {
     run_with(t, frames, false)
 }
@@ -506,13 +516,7 @@ fn run_counted(t: &Tables, frames: &mut Frames) -> (Scratch, Tally, Vec<(u32, u6
     let mut s = Scratch::default();
     let mut tally = Tally::default();
     let (set, mut writers) = acl::CounterSet::new(1, 1024);
-    let pipe = Pipeline {
-        tables: t,
-        in_port: 0,
-        reject: IcmpError::AdminProhibited,
-        host: false,
-    };
-    pipe.run(frames, &mut s, &mut tally, &mut writers[0], Clock::default);
+    pipe(t).run(frames, &mut s, &mut tally, &mut writers[0], Clock::default);
     let mut hits: Vec<(u32, u64)> = t
         .acl
         .entries()

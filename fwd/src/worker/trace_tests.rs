@@ -5,11 +5,11 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use ctl::wire::{self, Change, RouteTarget};
 
+use super::super::pipeline::tests::pipe;
 use super::*;
 use crate::acl::{IpPrefix, Masked8};
 use crate::control;
 use crate::pkt::build::{self, FrameSpec};
-use crate::pkt::IcmpError;
 use crate::stats::DropReason;
 use crate::tables::PortInfo;
 
@@ -110,15 +110,6 @@ fn arp() -> Vec<u8> {
     f.extend_from_slice(&[2, 0, 0, 0, 0, 9, 0x08, 0x06]);
     f.extend_from_slice(&[0; 28]);
     f
-}
-
-fn pipe(t: &Tables) -> Pipeline<'_> {
-    Pipeline {
-        tables: t,
-        in_port: 0,
-        reject: IcmpError::AdminProhibited,
-        host: false,
-    }
 }
 
 /// Runs `frames` through the tapped stages; the scratch and the frames after.
