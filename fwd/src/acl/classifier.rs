@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::compiled::{exact_word, point4, point6, BoxRule, Compiled, Leaf, Leaf4, Leaf6, D4, D6};
 use super::counters::CounterSet;
 use super::overlay::{OvRule, Overlay};
-use super::rule::{Action, Family, Key, Rule, RuleError, RuleId};
+use super::rule::{Family, Key, Rule, RuleError, RuleId};
 use super::tree::{Tree, TreeParams, TreeStats};
 use super::{RuleEntry, Slot};
 
@@ -925,11 +925,7 @@ impl RuleEntry {
         RuleEntry {
             order: rule.order(),
             verdict: rule.has_verdict(),
-            permit: rule.has_verdict()
-                && rule
-                    .actions
-                    .iter()
-                    .all(|a| matches!(a, Action::Permit | Action::Count | Action::Mark { .. })),
+            permit: rule.only_permits(),
             compiled: Compiled::new(&rule.matches),
             rule,
             slot,

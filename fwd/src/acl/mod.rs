@@ -162,7 +162,7 @@ pub struct RuleEntry {
     order: u64,
     /// [`Rule::has_verdict`], cached: tested for every match.
     verdict: bool,
-    /// [`RuleEntry::only_permits`], cached.
+    /// [`Rule::only_permits`], cached: tested by the fast path per match.
     permit: bool,
     compiled: compiled::Compiled,
 }
@@ -196,8 +196,8 @@ impl RuleEntry {
     }
 
     /// True when a match of this rule ends evaluation and only lets the
-    /// packet on to routing (its actions are permit, count and mark):
-    /// all it does is count the packet.
+    /// packet on to routing ([`Rule::only_permits`]): all it does is
+    /// count the packet.
     #[inline(always)]
     pub fn only_permits(&self) -> bool {
         self.permit

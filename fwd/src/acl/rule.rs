@@ -286,6 +286,16 @@ impl Rule {
     pub fn has_verdict(&self) -> bool {
         self.actions.is_empty() || self.actions.iter().any(|a| a.is_verdict())
     }
+
+    /// True when a match ends evaluation and only lets the packet on to
+    /// routing: the actions are permit, count and mark (or none).
+    pub fn only_permits(&self) -> bool {
+        self.has_verdict()
+            && self
+                .actions
+                .iter()
+                .all(|a| matches!(a, Action::Permit | Action::Count | Action::Mark { .. }))
+    }
 }
 
 /// `(priority, id)` folded into one `u64`; smaller wins.
