@@ -35,7 +35,8 @@ use crate::route::Resolved;
 use crate::stats::DropReason;
 
 use super::pipeline::{
-    egress, is_multicast, key_of, Clock, Egress, Packets, Pipeline, Scratch, Tally, Verdict,
+    egress, is_link_local_v6, is_multicast, key_of, Clock, Egress, Packets, Pipeline, Scratch,
+    Tally, Verdict,
 };
 
 /// A set of packets of a burst: bit `i` is packet `i`.
@@ -89,7 +90,7 @@ impl Pipeline<'_> {
             } else {
                 // Link-local destinations (ours, or never forwarded) and
                 // multicast are the general stages'.
-                pkt::parse_plain_v6(frame, p) && !is_multicast(p) && p.dst_v6() >> 118 != 0x3fa
+                pkt::parse_plain_v6(frame, p) && !is_multicast(p) && !is_link_local_v6(p.dst_v6())
             };
             if plain {
                 s.key_idx[m] = i as u8;

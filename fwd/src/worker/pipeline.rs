@@ -398,7 +398,7 @@ impl Pipeline<'_> {
             for k in 0..n6 {
                 let i = usize::from(s.v6_idx[k]);
                 // Link-local destinations are never forwarded (RFC 4291 2.5.6).
-                s.verdict[i] = if s.v6_dst[k] >> 118 == 0x3fa {
+                s.verdict[i] = if is_link_local_v6(s.v6_dst[k]) {
                     Verdict::Drop(DropReason::NoRoute)
                 } else {
                     self.resolved(s.v6_out[k])
@@ -584,6 +584,12 @@ fn apply_rule<P: Packets>(
             }
         }
     }
+}
+
+/// An IPv6 link-local address (fe80::/10), never forwarded.
+#[inline(always)]
+pub(super) fn is_link_local_v6(dst: u128) -> bool {
+    dst >> 118 == 0x3fa
 }
 
 /// IPv4 multicast (224.0.0.0/4) or limited broadcast (and class E), or
