@@ -8,6 +8,10 @@
 //! `--dpdk-files DIR` also writes the same routes and lookup addresses in
 //! `dpdk-test-fib`'s formats (`-f` "PREFIX NH" lines, `-t` one address per line).
 //! Results go to stdout as Markdown tables.
+//!
+//! For the update workloads (`--only churn`): `BENCH_CHURN=<text>` runs only
+//! those whose name contains it, `BENCH_SINGLE=<n>` publishes n one-change
+//! versions (default 6000), `BENCH_ALONE_ONLY=1` skips the runs with a reader.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -521,7 +525,12 @@ fn rest(
                 .collect();
             batches.push(b);
         }
-        for i in 0..(k * 20) {
+        // BENCH_SINGLE=<n>: n one-change versions (default 20 per batch).
+        let n_single = std::env::var("BENCH_SINGLE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(k * 20);
+        for i in 0..n_single {
             let p = v4[(rng.next() % v4.len() as u64) as usize];
             single.push(vec![RouteChange::Upsert {
                 vrf: 0,
@@ -559,6 +568,10 @@ fn rest(
             ("delete 1000 / re-add 1000, alternating batches", &ad),
             ("replace next hop, 1 change per version", &single),
         ] {
+            // BENCH_CHURN=<text>: only the workloads whose name contains it.
+            if std::env::var("BENCH_CHURN").is_ok_and(|w| !name.contains(w.as_str())) {
+                continue;
+            }
             let alone = churn_alone(both, bs);
             if std::env::var_os("BENCH_ALONE_ONLY").is_some() {
                 println!("| {name} | {:.2} M/s |", alone / 1e6);

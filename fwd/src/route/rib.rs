@@ -7,6 +7,12 @@
 //! nodes on the path to the prefix (path copying), so a version shares everything
 //! else with its predecessor.
 //!
+//! The children are grouped in [`Chunk`]s of 16 slots, each behind its own
+//! `Arc`: copying a node copies (and counts a reference to) at most 16 chunks,
+//! and the one chunk on the path at most 16 children, instead of up to 256
+//! children. Near the root, where a full IPv4 view fills ~220 of 256 slots,
+//! those counts were most of the cost of a one-change version.
+//!
 //! Besides exact get/insert/remove it answers the two questions the FIB update
 //! needs: the longest strictly-covering prefix (what a deleted prefix falls back
 //! to) and the maximal more-specific prefixes inside a prefix (the holes that an
@@ -21,11 +27,25 @@ use std::sync::Arc;
 
 use super::parray::{touch, ARC_HEADER};
 
+/// Child slots per [`Chunk`].
+const CHUNK: usize = 16;
+
 #[derive(Clone, Debug)]
 struct Node<V> {
     pbits: [u64; 8],
     pfx: Vec<V>,
+    /// One bit per child slot (256).
     cbits: [u64; 4],
+    /// One bit per chunk of `CHUNK` slots: set when any of its slots is.
+    chunk_bits: u16,
+    /// The chunks whose bit is set, in slot order.
+    chunks: Vec<Arc<Chunk<V>>>,
+}
+
+/// The children of `CHUNK` consecutive slots, popcount-compressed by those
+/// slots' bits of the parent's `cbits`.
+#[derive(Clone, Debug)]
+struct Chunk<V> {
     kids: Vec<Arc<Node<V>>>,
 }
 
@@ -35,7 +55,8 @@ impl<V> Default for Node<V> {
             pbits: [0; 8],
             pfx: Vec::new(),
             cbits: [0; 4],
-            kids: Vec::new(),
+            chunk_bits: 0,
+            chunks: Vec::new(),
         }
     }
 }
@@ -44,14 +65,29 @@ impl<V> Drop for Node<V> {
     fn drop(&mut self) {
         // See `parray::touch`: overlap the cache misses of the children's
         // reference counts before their serialising decrements.
+        touch(&self.chunks);
+    }
+}
+
+impl<V> Drop for Chunk<V> {
+    fn drop(&mut self) {
         touch(&self.kids);
     }
 }
 
-/// `Arc::make_mut` for nodes, with the children's counts loaded first (cloning
-/// a node increments every child's count).
+/// `Arc::make_mut` for nodes, with the chunks' counts loaded first (cloning
+/// a node increments every chunk's count).
 #[inline]
 fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
+    if Arc::strong_count(a) != 1 {
+        touch(&a.chunks);
+    }
+    Arc::make_mut(a)
+}
+
+/// `Arc::make_mut` for chunks (see [`mm`]).
+#[inline]
+fn mm_chunk<V: Clone>(a: &mut Arc<Chunk<V>>) -> &mut Chunk<V> {
     if Arc::strong_count(a) != 1 {
         touch(&a.kids);
     }
@@ -136,26 +172,52 @@ impl<V: Copy + PartialEq> Node<V> {
         Some(t)
     }
 
+    /// The slot bits of chunk `c`.
+    #[inline]
+    fn chunk_slots(&self, c: usize) -> u64 {
+        (self.cbits[c / 4] >> (c % 4 * CHUNK)) & 0xffff
+    }
+
+    /// Where child `b` sits: (index of its chunk in `chunks`, its index in
+    /// the chunk's `kids`); meaningful only for a present chunk and child.
+    #[inline]
+    fn kid_pos(&self, b: usize) -> (usize, usize) {
+        let c = b / CHUNK;
+        let ci = (self.chunk_bits & ((1u16 << c) - 1)).count_ones() as usize;
+        let ki = (self.chunk_slots(c) & ((1u64 << (b % CHUNK)) - 1)).count_ones() as usize;
+        (ci, ki)
+    }
+
     #[inline]
     fn kid(&self, b: usize) -> Option<&Arc<Node<V>>> {
-        test(&self.cbits, b).then(|| &self.kids[rank(&self.cbits, b)])
+        test(&self.cbits, b).then(|| {
+            let (ci, ki) = self.kid_pos(b);
+            &self.chunks[ci].kids[ki]
+        })
     }
 
     /// Child `b` (created empty if absent), unshared. Returns whether it was created.
     fn kid_mut_or_new(&mut self, b: usize) -> (&mut Node<V>, bool) {
-        let r = rank(&self.cbits, b);
         let created = !test(&self.cbits, b);
+        let (ci, ki) = self.kid_pos(b);
         if created {
+            let c = b / CHUNK;
+            if self.chunk_bits & (1 << c) == 0 {
+                self.chunk_bits |= 1 << c;
+                self.chunks.insert(ci, Arc::new(Chunk { kids: Vec::new() }));
+            }
             self.cbits[b >> 6] |= 1 << (b & 63);
-            self.kids.insert(r, Arc::new(Node::default()));
+            mm_chunk(&mut self.chunks[ci])
+                .kids
+                .insert(ki, Arc::new(Node::default()));
         }
-        (mm(&mut self.kids[r]), created)
+        (mm(&mut mm_chunk(&mut self.chunks[ci]).kids[ki]), created)
     }
 
     fn kid_arc_mut(&mut self, b: usize) -> Option<&mut Arc<Node<V>>> {
         if test(&self.cbits, b) {
-            let r = rank(&self.cbits, b);
-            Some(&mut self.kids[r])
+            let (ci, ki) = self.kid_pos(b);
+            Some(&mut mm_chunk(&mut self.chunks[ci]).kids[ki])
         } else {
             None
         }
@@ -163,17 +225,22 @@ impl<V: Copy + PartialEq> Node<V> {
 
     fn kid_del(&mut self, b: usize) {
         if test(&self.cbits, b) {
-            let r = rank(&self.cbits, b);
+            let (ci, ki) = self.kid_pos(b);
             self.cbits[b >> 6] &= !(1 << (b & 63));
-            self.kids.remove(r);
-            if self.kids.is_empty() {
-                self.kids = Vec::new();
+            if self.chunk_slots(b / CHUNK) == 0 {
+                self.chunk_bits &= !(1 << (b / CHUNK));
+                self.chunks.remove(ci);
+                if self.chunks.is_empty() {
+                    self.chunks = Vec::new();
+                }
+            } else {
+                mm_chunk(&mut self.chunks[ci]).kids.remove(ki);
             }
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.pfx.is_empty() && self.kids.is_empty()
+        self.pfx.is_empty() && self.chunks.is_empty()
     }
 
     /// Whether anything (prefix at or below `idx`, or a child under it) exists.
@@ -190,11 +257,17 @@ impl<V: Copy + PartialEq> Node<V> {
     }
 
     fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        let mut b =
-            self.pfx.capacity() * size_of::<V>() + self.kids.capacity() * size_of::<Arc<Node<V>>>();
-        for k in &self.kids {
-            if seen.insert(Arc::as_ptr(k) as usize) {
-                b += ARC_HEADER + size_of::<Node<V>>() + k.mem(seen);
+        let mut b = self.pfx.capacity() * size_of::<V>()
+            + self.chunks.capacity() * size_of::<Arc<Chunk<V>>>();
+        for c in &self.chunks {
+            if !seen.insert(Arc::as_ptr(c) as usize) {
+                continue;
+            }
+            b += ARC_HEADER + size_of::<Chunk<V>>() + c.kids.capacity() * size_of::<Arc<Node<V>>>();
+            for k in &c.kids {
+                if seen.insert(Arc::as_ptr(k) as usize) {
+                    b += ARC_HEADER + size_of::<Node<V>>() + k.mem(seen);
+                }
             }
         }
         b
@@ -615,6 +688,53 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Children spread over every chunk of the root and of the nodes
+        /// below it: inserts and removes keep the trie equal to a set model,
+        /// leave older versions untouched, and a trie emptied again costs
+        /// exactly what a new one does (empty chunks are dropped).
+        #[test]
+        fn chunked_children_follow_a_set_model(
+            adds in proptest::collection::vec((0u32..=255, 0u32..=255, 9u8..=24), 1..120),
+            dels in proptest::collection::vec(0usize..1000, 0..120),
+        ) {
+            let mut r = Rib::<32, u32>::new();
+            let mut model = std::collections::BTreeMap::new();
+            for (i, &(a, b, l)) in adds.iter().enumerate() {
+                let addr = u128::from((a << 24 | b << 16) & (u32::MAX << (32 - l)));
+                let old = r.insert(addr, l, i as u32);
+                proptest::prop_assert_eq!(old, model.insert((addr, l), i as u32));
+            }
+            let full = r.clone();
+            let full_model = model.clone();
+            for &d in &dels {
+                let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+                if keys.is_empty() {
+                    break;
+                }
+                let (a, l) = keys[d % keys.len()];
+                proptest::prop_assert_eq!(r.remove(a, l), model.remove(&(a, l)));
+                proptest::prop_assert_eq!(r.get(a, l), None);
+            }
+            let got: Vec<_> = r.iter().map(|(a, l, v)| ((a, l), v)).collect();
+            let want: Vec<_> = model.iter().map(|(&k, &v)| (k, v)).collect();
+            proptest::prop_assert_eq!(got, want);
+            let got: Vec<_> = full.iter().map(|(a, l, v)| ((a, l), v)).collect();
+            let want: Vec<_> = full_model.iter().map(|(&k, &v)| (k, v)).collect();
+            proptest::prop_assert_eq!(got, want);
+            for (&(a, l), &v) in &model {
+                proptest::prop_assert_eq!(r.get(a, l), Some(v));
+            }
+            let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+            for (a, l) in keys {
+                proptest::prop_assert!(r.remove(a, l).is_some());
+            }
+            proptest::prop_assert_eq!(r.nodes(), 1);
+            proptest::prop_assert_eq!(
+                r.mem(&mut HashSet::new()),
+                Rib::<32, u32>::new().mem(&mut HashSet::new())
+            );
+        }
+
         #[test]
         fn area_is_lpm_and_maximal_children(
             p4 in proptest::collection::vec((0u128..16, 0u8..=32), 0..60),
