@@ -18,9 +18,10 @@ use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fwd::qsbr::{self, QsbrConfig};
 use fwd::route::{loader, NextHop, NhId, Prefix, Resolved, RouteChange, Routing, Target};
 
 struct Rng(u64);
@@ -257,14 +258,18 @@ fn churn_alone(start: &Routing, batches: &[Vec<RouteChange>]) -> f64 {
 }
 
 /// Writer applies `batches` (each a Vec of changes) and publishes each version
-/// while a reader thread looks up bursts continuously. Returns (changes/s,
-/// reader Mlookups/s during the run, versions published).
+/// through a QSBR domain, as the control lcore does, while a reader thread
+/// looks up bursts continuously, taking one snapshot per burst of 32 as a
+/// worker does. Replaced versions are freed on the writer's thread once the
+/// reader has passed a quiescent point. Returns (changes/s, reader
+/// Mlookups/s during the run, versions published).
 fn churn(start: &Routing, batches: &[Vec<RouteChange>], dsts: &[u32]) -> (f64, f64, usize) {
-    let shared = Arc::new(RwLock::new(Arc::new(start.clone())));
+    let mut w = qsbr::domain(start.clone(), QsbrConfig::default());
+    let mut rd = w.register_reader("bench");
     let stop = Arc::new(AtomicBool::new(false));
     let looked = Arc::new(AtomicU64::new(0));
     let reader = {
-        let (shared, stop, looked) = (shared.clone(), stop.clone(), looked.clone());
+        let (stop, looked) = (stop.clone(), looked.clone());
         let d = dsts.to_vec();
         std::thread::spawn(move || {
             let h = [7u32; 32];
@@ -272,9 +277,8 @@ fn churn(start: &Routing, batches: &[Vec<RouteChange>], dsts: &[u32]) -> (f64, f
             let mut off = 0;
             // Relaxed: a plain stop flag, no data is published through it.
             while !stop.load(Ordering::Relaxed) {
-                // Stand-in for the QSBR snapshot: one refcount per 64 bursts.
-                let snap = shared.read().expect("lock").clone();
                 for c in d[off..off + 64 * 32].chunks_exact(32) {
+                    let snap = rd.snapshot();
                     snap.lookup4_burst(0, c, |i| h[i], &mut out);
                     black_box(&out);
                 }
@@ -282,17 +286,17 @@ fn churn(start: &Routing, batches: &[Vec<RouteChange>], dsts: &[u32]) -> (f64, f
                 // Relaxed: a statistic sampled by the writer, orders nothing.
                 looked.fetch_add(64 * 32, Ordering::Relaxed);
             }
+            rd.offline();
         })
     };
     std::thread::sleep(Duration::from_millis(50));
     // Relaxed: statistic.
     let n0 = looked.load(Ordering::Relaxed);
     let t = Instant::now();
-    let mut cur = start.clone();
     let mut total = 0usize;
     for b in batches {
-        cur = cur.apply(b).expect("churn batch");
-        *shared.write().expect("lock") = Arc::new(cur.clone());
+        let next = w.current().apply(b).expect("churn batch");
+        w.publish(next, b.len() * 256);
         total += b.len();
     }
     let el = secs(t.elapsed());
@@ -574,12 +578,12 @@ fn rest(
             }
             let alone = churn_alone(both, bs);
             if std::env::var_os("BENCH_ALONE_ONLY").is_some() {
-                println!("| {name} | {:.2} M/s |", alone / 1e6);
+                println!("| {name} | {:.3} M/s |", alone / 1e6);
                 continue;
             }
             let (rate, rd, nv) = churn(both, bs, &tab4);
             println!(
-                "| {name} | {nv} | {:.2} M/s | {:.2} M/s | {rd:.1} |",
+                "| {name} | {nv} | {:.3} M/s | {:.3} M/s | {rd:.1} |",
                 alone / 1e6,
                 rate / 1e6
             );
