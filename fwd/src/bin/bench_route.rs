@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fwd::qsbr::{self, QsbrConfig};
-use fwd::route::{loader, NextHop, NhId, Prefix, Resolved, RouteChange, Routing, Target};
+use fwd::route::{loader, NextHop, NhId, Prefix, Resolved, RouteChange, Routing, Target, HIGH_IDS};
 
 struct Rng(u64);
 
@@ -42,10 +42,14 @@ fn nh_of(a: u128, l: u8) -> NhId {
     ((h >> 100) % 16) as NhId
 }
 
+/// The id of the bench's first next hop: where the control plane numbers the
+/// next hops of routes given by gateway (`fwdctl route add ... via`, FPM).
+const NH0: NhId = HIGH_IDS;
+
 fn base() -> Routing {
     let b: Vec<RouteChange> = (0..16u32)
         .map(|i| RouteChange::NhAdd {
-            id: i,
+            id: NH0 + i,
             nh: NextHop {
                 gateway: Some(Ipv4Addr::new(192, 0, 2, i as u8 + 1).into()),
                 port: (i % 4) as u16,
@@ -81,7 +85,7 @@ fn add_changes(p: &[Prefix]) -> Vec<RouteChange> {
             RouteChange::Add {
                 vrf: 0,
                 prefix,
-                target: Target::NextHop(nh_of(a, l)),
+                target: Target::NextHop(NH0 + nh_of(a, l)),
             }
         })
         .collect()
@@ -523,7 +527,7 @@ fn rest(
                     RouteChange::Upsert {
                         vrf: 0,
                         prefix: p,
-                        target: Target::NextHop(((i + j) % 16) as NhId),
+                        target: Target::NextHop(NH0 + ((i + j) % 16) as NhId),
                     }
                 })
                 .collect();
@@ -539,7 +543,7 @@ fn rest(
             single.push(vec![RouteChange::Upsert {
                 vrf: 0,
                 prefix: p,
-                target: Target::NextHop((i % 16) as NhId),
+                target: Target::NextHop(NH0 + (i % 16) as NhId),
             }]);
         }
         // Delete then re-add 1000 random routes per batch pair (structural churn).

@@ -75,7 +75,7 @@ use std::sync::Arc;
 
 use fib::{BurstFib, Fib};
 use nexthop::IdTable;
-pub use nexthop::{Group, NextHop, MAX_GROUP_MEMBERS, MAX_ID};
+pub use nexthop::{Group, NextHop, HIGH_IDS, MAX_GROUP_MEMBERS, MAX_ID};
 pub use prefix::{mask4, mask6, Prefix, Prefix4, Prefix6, PrefixError};
 use rib::Rib;
 

@@ -154,54 +154,44 @@ impl Group {
     }
 }
 
+/// Ids from here up are stored apart from the ids below (see [`IdTable`]):
+/// the control plane names its own next hops and groups from this id up and
+/// leaves the ids below to the operator.
+pub const HIGH_IDS: u32 = 1 << 23;
+
 /// A table of `T` by id with reference counts.
+///
+/// Ids below [`HIGH_IDS`] and from it up are two separate paged arrays, each
+/// indexed from its own first id. Tables in use hold a few ids at the bottom
+/// of each range, so each array is one mid long. With one array from id 0,
+/// the control plane's ids (from 2^23) made it 512 mids of items and 128 of
+/// reference counts, and every route change, which writes a count, copied
+/// those 640 pointers (and counted a reference to each) into its version:
+/// +4.6 us per one-change version.
 #[derive(Clone)]
 pub(crate) struct IdTable<T: Clone + PartialEq> {
-    items: PArray<Option<T>, 256, 64>,
-    refs: PArray<u32, 1024, 64>,
+    low: Half<T>,
+    high: Half<T>,
     count: usize,
 }
 
-impl<T: Clone + PartialEq> IdTable<T> {
-    pub(crate) fn new() -> Self {
-        IdTable {
+/// The ids of one range, from its first id (index 0) up.
+#[derive(Clone)]
+struct Half<T: Clone + PartialEq> {
+    items: PArray<Option<T>, 256, 64>,
+    refs: PArray<u32, 1024, 64>,
+}
+
+impl<T: Clone + PartialEq> Half<T> {
+    fn new() -> Self {
+        Half {
             items: PArray::new(0, None),
             refs: PArray::new(0, 0),
-            count: 0,
         }
     }
 
-    #[inline(always)]
-    pub(crate) fn get(&self, id: u32) -> Option<&T> {
-        self.items.try_get(id as usize)?.as_ref()
-    }
-
-    pub(crate) fn refs(&self, id: u32) -> u32 {
-        self.refs.try_get(id as usize).copied().unwrap_or(0)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.count
-    }
-
-    /// Stores `v` at `id` (which must be <= MAX_ID); returns whether it was new.
-    pub(crate) fn put(&mut self, id: u32, v: T) -> bool {
-        let i = id as usize;
-        self.items.grow_to(i + 1);
-        self.refs.grow_to(i + 1);
-        let new = self.items.get(i).is_none();
-        self.items.set(i, Some(v));
-        self.count += usize::from(new);
-        new
-    }
-
-    pub(crate) fn remove(&mut self, id: u32) -> Option<T> {
-        let i = id as usize;
-        self.items.try_get(i)?.as_ref()?;
-        let old = self.items.page_mut(i / 256)[i % 256].take();
-        self.items.canonicalize_opt(i / 256);
-        self.count -= 1;
-        // Trim trailing empty mids so deleting everything returns to baseline.
+    /// Trims trailing empty mids so that deleting everything returns to baseline.
+    fn trim(&mut self) {
         while self.items.mids() > 0 && self.items.mid_is_zero(self.items.mids() - 1) {
             self.items.pop_mid();
         }
@@ -211,25 +201,99 @@ impl<T: Clone + PartialEq> IdTable<T> {
         {
             self.refs.pop_mid();
         }
+    }
+
+    /// Its items, by id (`first` is the id of index 0).
+    fn iter(&self, first: u32) -> impl Iterator<Item = (u32, &T)> + '_ {
+        (0..self.items.capacity())
+            .filter_map(move |i| Some((first + i as u32, self.items.get(i).as_ref()?)))
+    }
+
+    fn mem(&self, seen: &mut HashSet<usize>) -> usize {
+        self.items.mem(seen) + self.refs.mem(seen)
+    }
+}
+
+impl<T: Clone + PartialEq> IdTable<T> {
+    pub(crate) fn new() -> Self {
+        IdTable {
+            low: Half::new(),
+            high: Half::new(),
+            count: 0,
+        }
+    }
+
+    /// The half that holds `id`, and `id`'s index in it.
+    #[inline(always)]
+    fn half(&self, id: u32) -> (&Half<T>, usize) {
+        if id < HIGH_IDS {
+            (&self.low, id as usize)
+        } else {
+            (&self.high, (id - HIGH_IDS) as usize)
+        }
+    }
+
+    #[inline(always)]
+    fn half_mut(&mut self, id: u32) -> (&mut Half<T>, usize) {
+        if id < HIGH_IDS {
+            (&mut self.low, id as usize)
+        } else {
+            (&mut self.high, (id - HIGH_IDS) as usize)
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self, id: u32) -> Option<&T> {
+        let (h, i) = self.half(id);
+        h.items.try_get(i)?.as_ref()
+    }
+
+    pub(crate) fn refs(&self, id: u32) -> u32 {
+        let (h, i) = self.half(id);
+        h.refs.try_get(i).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Stores `v` at `id` (which must be <= MAX_ID); returns whether it was new.
+    pub(crate) fn put(&mut self, id: u32, v: T) -> bool {
+        let (h, i) = self.half_mut(id);
+        h.items.grow_to(i + 1);
+        h.refs.grow_to(i + 1);
+        let new = h.items.get(i).is_none();
+        h.items.set(i, Some(v));
+        self.count += usize::from(new);
+        new
+    }
+
+    pub(crate) fn remove(&mut self, id: u32) -> Option<T> {
+        let (h, i) = self.half_mut(id);
+        h.items.try_get(i)?.as_ref()?;
+        let old = h.items.page_mut(i / 256)[i % 256].take();
+        h.items.canonicalize_opt(i / 256);
+        h.trim();
+        self.count -= 1;
         old
     }
 
     pub(crate) fn add_ref(&mut self, id: u32, delta: i32) {
-        let i = id as usize;
-        let r = self.refs.get(i).wrapping_add_signed(delta);
-        self.refs.set(i, r);
+        let (h, i) = self.half_mut(id);
+        let r = h.refs.get(i).wrapping_add_signed(delta);
+        h.refs.set(i, r);
         if r == 0 {
-            self.refs.canonicalize(i / 1024);
+            h.refs.canonicalize(i / 1024);
         }
     }
 
+    /// Every item, by id.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> + '_ {
-        (0..self.items.capacity())
-            .filter_map(move |i| self.items.get(i).as_ref().map(|v| (i as u32, v)))
+        self.low.iter(0).chain(self.high.iter(HIGH_IDS))
     }
 
     pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        self.items.mem(seen) + self.refs.mem(seen)
+        self.low.mem(seen) + self.high.mem(seen)
     }
 }
 
@@ -251,6 +315,47 @@ impl IdTable<Arc<Group>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids on both sides of `HIGH_IDS` and at both ends: stored, counted,
+    /// listed in id order and removed; an id just above `HIGH_IDS` costs
+    /// what an id just above 0 does (its half is one mid long, not 2^23 ids
+    /// of mids), and a table emptied again costs what a new one does.
+    #[test]
+    fn id_table_halves() {
+        let new_mem = IdTable::<u32>::new().mem(&mut HashSet::new());
+        let ids = [0, 1, HIGH_IDS - 1, HIGH_IDS, HIGH_IDS + 1, MAX_ID];
+        let mut t = IdTable::new();
+        for &id in &ids {
+            assert!(t.put(id, id ^ 0x55));
+            assert!(!t.put(id, id ^ 0xaa));
+            t.add_ref(id, 2);
+            t.add_ref(id, -1);
+        }
+        assert_eq!(t.len(), ids.len());
+        for &id in &ids {
+            assert_eq!(t.get(id), Some(&(id ^ 0xaa)));
+            assert_eq!(t.refs(id), 1);
+        }
+        assert_eq!(t.get(2), None);
+        assert_eq!(t.get(HIGH_IDS + 2), None);
+        let listed: Vec<u32> = t.iter().map(|(id, _)| id).collect();
+        assert_eq!(listed, ids);
+        for &id in &ids {
+            t.add_ref(id, -1);
+            assert_eq!(t.remove(id), Some(id ^ 0xaa));
+            assert_eq!(t.remove(id), None);
+        }
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.mem(&mut HashSet::new()), new_mem);
+
+        let one = |id: u32| {
+            let mut t = IdTable::new();
+            t.put(id, 7u32);
+            t.add_ref(id, 1);
+            t.mem(&mut HashSet::new())
+        };
+        assert_eq!(one(HIGH_IDS + 5), one(5));
+    }
 
     #[test]
     fn group_slots_follow_weights() {

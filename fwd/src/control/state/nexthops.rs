@@ -34,6 +34,9 @@ pub const USER_MAX_ID: u32 = (1 << 23) - 1;
 pub const AUTO_MIN_ID: u32 = USER_MAX_ID + 1;
 
 const _: () = assert!(AUTO_MIN_ID < route::MAX_ID);
+// The routing tables store the ids from `HIGH_IDS` up apart, so that both
+// ranges stay small arrays (see `route::HIGH_IDS`).
+const _: () = assert!(AUTO_MIN_ID == route::HIGH_IDS);
 
 /// Whether `id` is the operator's to name.
 pub fn is_user_id(id: u32) -> bool {
