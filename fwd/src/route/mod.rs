@@ -875,7 +875,7 @@ impl Routing {
 
     /// Lowest next-hop id above every id in use (for allocating new ids).
     pub fn next_free_nh_id(&self) -> NhId {
-        self.nhs.iter().last().map_or(0, |(i, _)| i + 1)
+        self.nhs.last_id().map_or(0, |i| i + 1)
     }
 
     /// Bytes of everything reachable from this version (shared memory counted

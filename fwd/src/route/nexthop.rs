@@ -203,6 +203,19 @@ impl<T: Clone + PartialEq> Half<T> {
         }
     }
 
+    /// Its largest id (`first` is the id of index 0): empty pages are the
+    /// shared canonical page and are skipped by pointer, so this reads one
+    /// pointer per page and scans one page.
+    fn last(&self, first: u32) -> Option<u32> {
+        (0..self.items.capacity() / 256).rev().find_map(|p| {
+            if Arc::ptr_eq(self.items.page_arc(p), self.items.zero_page()) {
+                return None;
+            }
+            let i = self.items.page(p).iter().rposition(Option::is_some)?;
+            Some(first + (p * 256 + i) as u32)
+        })
+    }
+
     /// Its items, by id (`first` is the id of index 0).
     fn iter(&self, first: u32) -> impl Iterator<Item = (u32, &T)> + '_ {
         (0..self.items.capacity())
@@ -287,6 +300,11 @@ impl<T: Clone + PartialEq> IdTable<T> {
         }
     }
 
+    /// The largest id present.
+    pub(crate) fn last_id(&self) -> Option<u32> {
+        self.high.last(HIGH_IDS).or_else(|| self.low.last(0))
+    }
+
     /// Every item, by id.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> + '_ {
         self.low.iter(0).chain(self.high.iter(HIGH_IDS))
@@ -340,10 +358,13 @@ mod tests {
         assert_eq!(t.get(HIGH_IDS + 2), None);
         let listed: Vec<u32> = t.iter().map(|(id, _)| id).collect();
         assert_eq!(listed, ids);
-        for &id in &ids {
+        assert_eq!(t.last_id(), Some(MAX_ID));
+        for (k, &id) in ids.iter().enumerate().rev() {
+            assert_eq!(t.last_id(), Some(id));
             t.add_ref(id, -1);
             assert_eq!(t.remove(id), Some(id ^ 0xaa));
             assert_eq!(t.remove(id), None);
+            assert_eq!(t.last_id(), k.checked_sub(1).map(|j| ids[j]));
         }
         assert_eq!(t.len(), 0);
         assert_eq!(t.mem(&mut HashSet::new()), new_mem);
