@@ -78,9 +78,15 @@ struct Edit<'a> {
     /// Index of the change being applied.
     at: usize,
     rule_ids: Vec<u32>,
-    next_rule_id: u32,
-    /// Ids of the rules in the classifier before this batch.
-    acl_ids: Vec<u32>,
+    /// The classifier before this batch, whose rules a flush deletes and
+    /// above whose ids unnamed rules are numbered (`None`: no rules).
+    rules_before: Option<Arc<acl::Classifier>>,
+    /// Ids of `rules_before`'s rules, listed on first use: most batches need
+    /// neither, and listing 100k rules per batch would cost more than the
+    /// batch.
+    acl_ids: Option<Vec<u32>>,
+    /// The id for the next unnamed rule (on first use: above `acl_ids`).
+    next_rule_id: Option<u32>,
     /// Unnamed next hops whose last user may have gone.
     gc: Vec<NhId>,
     /// Unnamed groups whose last route may have gone.
@@ -100,12 +106,15 @@ impl<'a> Edit<'a> {
         acl_w: &acl::ClassifierWriter,
         beneath: Option<&'a FpmRib>,
     ) -> Edit<'a> {
-        Edit::with_rules(base, acl_w.rules().map(|r| r.id()).collect(), beneath)
+        Edit::with_rules(base, Some(Arc::clone(acl_w.current())), beneath)
     }
 
-    /// An edit of `base`, whose classifier holds the rules `acl_ids`.
-    fn with_rules(base: &'a Tables, acl_ids: Vec<u32>, beneath: Option<&'a FpmRib>) -> Edit<'a> {
-        let next_rule_id = acl_ids.iter().max().map_or(1, |m| m.saturating_add(1));
+    /// An edit of `base`, whose rules are those of `rules_before`.
+    fn with_rules(
+        base: &'a Tables,
+        rules_before: Option<Arc<acl::Classifier>>,
+        beneath: Option<&'a FpmRib>,
+    ) -> Edit<'a> {
         Edit {
             base,
             routing: base.routing.txn(),
@@ -114,8 +123,9 @@ impl<'a> Edit<'a> {
             acl: Vec::new(),
             at: 0,
             rule_ids: Vec::new(),
-            acl_ids,
-            next_rule_id,
+            rules_before,
+            acl_ids: None,
+            next_rule_id: None,
             gc: Vec::new(),
             gc_groups: Vec::new(),
             beneath: beneath.filter(|f| !f.is_empty()),
@@ -123,6 +133,16 @@ impl<'a> Edit<'a> {
             next_nh: base.routing.next_free_nh_id().max(AUTO_MIN_ID),
         }
         .recording()
+    }
+
+    /// The ids of the rules before this batch (listed on first use).
+    fn acl_ids(&mut self) -> &[u32] {
+        let before = &self.rules_before;
+        self.acl_ids.get_or_insert_with(|| {
+            before
+                .as_ref()
+                .map_or_else(Vec::new, |c| c.entries().map(|e| e.id()).collect())
+        })
     }
 
     /// Deleted prefixes are recorded when FPM routes may wait beneath them.
@@ -444,8 +464,15 @@ impl<'a> Edit<'a> {
                 let id = match (r.id, c) {
                     (Some(id), _) => id,
                     (None, Change::RuleAdd(_)) => {
-                        let id = self.next_rule_id;
-                        self.next_rule_id = self.next_rule_id.saturating_add(1);
+                        let id = match self.next_rule_id {
+                            Some(id) => id,
+                            None => self
+                                .acl_ids()
+                                .iter()
+                                .max()
+                                .map_or(1, |m| m.saturating_add(1)),
+                        };
+                        self.next_rule_id = Some(id.saturating_add(1));
                         self.rule_ids.push(id);
                         id
                     }
@@ -471,8 +498,12 @@ impl<'a> Edit<'a> {
                 self.acl.clear();
                 self.mgmt.rule_nexthops.clear();
                 let at = self.at;
-                self.acl
-                    .extend(self.acl_ids.iter().map(|&id| (acl::Update::Delete(id), at)));
+                let dels: Vec<_> = self
+                    .acl_ids()
+                    .iter()
+                    .map(|&id| (acl::Update::Delete(id), at))
+                    .collect();
+                self.acl.extend(dels);
             }
         }
         Ok(())
@@ -615,7 +646,7 @@ pub fn derive(t: &Tables, changes: &[Change]) -> Result<Tables, ErrorBody> {
         })
         .collect();
     let base = Tables::empty(ports, Arc::clone(&t.acl));
-    let mut e = Edit::with_rules(&base, Vec::new(), None);
+    let mut e = Edit::with_rules(&base, None, None);
     for (i, c) in changes.iter().enumerate() {
         e.change(c).map_err(|er| er.at(i as u64 + 1))?;
     }

@@ -300,3 +300,43 @@ fn an_address_never_overwrites_nor_deletes_the_operators_routes() {
           address del 10.0.0.1/24 dev p0");
     assert_eq!(w.route(0, "10.0.0.7/32").unwrap().origin, Origin::STATIC);
 }
+
+/// Unnamed rules are numbered above the largest id of the rules before the
+/// batch (listed only when a batch needs them), and a flush deletes every
+/// rule of the version before it, whatever came earlier in the batch.
+#[test]
+fn unnamed_rules_are_numbered_above_the_rules_before_and_a_flush_takes_them_all() {
+    let mut w = World::new();
+    let ids = |w: &mut World, text: &str| {
+        let batch = ctl::text::parse_batch(text).expect("test batch parses");
+        let o = apply(&w.t, &mut w.acl, &batch.changes, None).expect(text);
+        w.t = o.tables;
+        o.rule_ids
+    };
+    assert_eq!(ids(&mut w, "rule add prio 5 action drop"), vec![1]);
+    assert_eq!(
+        ids(&mut w, "rule add id 40 prio 1 action drop"),
+        Vec::<u32>::new()
+    );
+    assert_eq!(
+        ids(
+            &mut w,
+            "rule add prio 2 action drop\nrule add prio 3 action drop"
+        ),
+        vec![41, 42]
+    );
+    let mut live: Vec<u32> = w.t.acl.entries().map(|e| e.id()).collect();
+    live.sort_unstable();
+    assert_eq!(live, vec![1, 40, 41, 42]);
+    assert_eq!(
+        ids(
+            &mut w,
+            "rule del id 42\nrule flush\nrule add prio 9 action drop"
+        ),
+        vec![43]
+    );
+    let live: Vec<u32> = w.t.acl.entries().map(|e| e.id()).collect();
+    assert_eq!(live, vec![43]);
+    w.ok("rule flush");
+    assert_eq!(w.t.acl.entries().count(), 0);
+}
