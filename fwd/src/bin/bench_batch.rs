@@ -14,7 +14,10 @@ use std::time::Instant;
 
 use ctl::wire::{self, Change, Route, RouteTarget};
 use fwd::acl;
-use fwd::tables::{PortInfo, Tables};
+use fwd::tables::Tables;
+
+#[path = "common/lab.rs"]
+mod lab;
 
 fn route(i: u32, gw: u32) -> Route {
     Route {
@@ -51,23 +54,7 @@ fn main() {
             }
         }
     }
-    let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
-    let ports = vec![
-        PortInfo::new("a", [2, 0, 0, 0, 0, 1], 0),
-        PortInfo::new("b", [2, 0, 0, 0, 0, 2], 0),
-    ];
-    let t = Tables::empty(ports, acl_w.current().clone());
-    let addr = |a: &str, dev: &str| {
-        Change::AddressAdd(wire::Address {
-            addr: a.parse().expect("address"),
-            dev: dev.into(),
-        })
-    };
-    let t = apply(
-        &t,
-        &mut acl_w,
-        &[addr("10.0.0.1/24", "a"), addr("10.1.0.1/24", "b")],
-    );
+    let (t, mut acl_w) = lab::two_ports();
     let adds: Vec<Change> = (0..n).map(|i| Change::RouteAdd(route(i, i))).collect();
     let t = apply(&t, &mut acl_w, &adds);
     let rules: String = (1..=r)

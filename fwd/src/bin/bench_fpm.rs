@@ -21,13 +21,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ctl::wire::{self, Change};
 use fwd::acl;
 use fwd::control::fpm::{FpmControl, FpmEvent, FpmSettings, Ingest, Translate};
 use fwd::fpm::codec::{self, Path as NlPath, RouteKind, RouteOp, RouteUpdate};
 use fwd::qsbr::{self, QsbrConfig};
 use fwd::route::{loader, Prefix};
-use fwd::tables::{PortInfo, Tables};
+use fwd::tables::Tables;
+
+#[path = "common/lab.rs"]
+mod lab;
 
 const CHUNK: usize = 1 << 20;
 
@@ -97,31 +99,6 @@ fn stream(prefixes: &[Prefix], op: RouteOp) -> Vec<u8> {
     out
 }
 
-fn base() -> (Tables, acl::ClassifierWriter) {
-    let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
-    let ports = vec![
-        PortInfo::new("a", [2, 0, 0, 0, 0, 1], 0),
-        PortInfo::new("b", [2, 0, 0, 0, 0, 2], 0),
-    ];
-    let t = Tables::empty(ports, acl_w.current().clone());
-    let addr = |a: &str, dev: &str| {
-        Change::AddressAdd(wire::Address {
-            addr: a.parse().unwrap(),
-            dev: dev.into(),
-        })
-    };
-    let changes = [
-        addr("10.0.0.1/24", "a"),
-        addr("10.1.0.1/24", "b"),
-        addr("fd00:0::1/64", "a"),
-        addr("fd00:1::1/64", "b"),
-    ];
-    let t = fwd::control::apply_changes(&t, &mut acl_w, &changes, None)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .tables;
-    (t, acl_w)
-}
-
 /// Feeds `bytes` in reads of `CHUNK`; returns (seconds, generations).
 fn ingest(
     bytes: &[u8],
@@ -184,7 +161,7 @@ fn main() {
         let dec_s = t.elapsed().as_secs_f64();
         assert_eq!(msgs as f64, n);
 
-        let (t0, acl_w) = base();
+        let (t0, acl_w) = lab::two_ports();
         let mut w = qsbr::domain(t0, QsbrConfig::default());
         let settings = FpmSettings {
             listen: "127.0.0.1:0".parse().unwrap(),
