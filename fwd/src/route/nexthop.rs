@@ -216,10 +216,18 @@ impl<T: Clone + PartialEq> Half<T> {
         })
     }
 
-    /// Its items, by id (`first` is the id of index 0).
+    /// Its items, by id (`first` is the id of index 0); empty pages are
+    /// skipped by pointer, as in [`Half::last`].
     fn iter(&self, first: u32) -> impl Iterator<Item = (u32, &T)> + '_ {
-        (0..self.items.capacity())
-            .filter_map(move |i| Some((first + i as u32, self.items.get(i).as_ref()?)))
+        (0..self.items.capacity() / 256)
+            .filter(|&p| !Arc::ptr_eq(self.items.page_arc(p), self.items.zero_page()))
+            .flat_map(move |p| {
+                self.items
+                    .page(p)
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(i, v)| Some((first + (p * 256 + i) as u32, v.as_ref()?)))
+            })
     }
 
     fn mem(&self, seen: &mut HashSet<usize>) -> usize {
