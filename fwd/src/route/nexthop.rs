@@ -175,10 +175,13 @@ pub(crate) struct IdTable<T: Clone + PartialEq> {
     count: usize,
 }
 
+/// Items per page of [`Half::items`].
+const ITEMS_PAGE: usize = 256;
+
 /// The ids of one range, from its first id (index 0) up.
 #[derive(Clone)]
 struct Half<T: Clone + PartialEq> {
-    items: PArray<Option<T>, 256, 64>,
+    items: PArray<Option<T>, ITEMS_PAGE, 64>,
     refs: PArray<u32, 1024, 64>,
 }
 
@@ -207,26 +210,28 @@ impl<T: Clone + PartialEq> Half<T> {
     /// shared canonical page and are skipped by pointer, so this reads one
     /// pointer per page and scans one page.
     fn last(&self, first: u32) -> Option<u32> {
-        (0..self.items.capacity() / 256).rev().find_map(|p| {
-            if Arc::ptr_eq(self.items.page_arc(p), self.items.zero_page()) {
-                return None;
-            }
-            let i = self.items.page(p).iter().rposition(Option::is_some)?;
-            Some(first + (p * 256 + i) as u32)
-        })
+        (0..self.items.capacity() / ITEMS_PAGE)
+            .rev()
+            .filter(|&p| !self.items.is_canonical(p))
+            .find_map(|p| {
+                let i = self.items.page(p).iter().rposition(Option::is_some)?;
+                Some(first + (p * ITEMS_PAGE + i) as u32)
+            })
     }
 
     /// Its items, by id (`first` is the id of index 0); empty pages are
     /// skipped by pointer, as in [`Half::last`].
     fn iter(&self, first: u32) -> impl Iterator<Item = (u32, &T)> + '_ {
-        (0..self.items.capacity() / 256)
-            .filter(|&p| !Arc::ptr_eq(self.items.page_arc(p), self.items.zero_page()))
+        (0..self.items.capacity() / ITEMS_PAGE)
+            .filter(|&p| !self.items.is_canonical(p))
             .flat_map(move |p| {
                 self.items
                     .page(p)
                     .iter()
                     .enumerate()
-                    .filter_map(move |(i, v)| Some((first + (p * 256 + i) as u32, v.as_ref()?)))
+                    .filter_map(move |(i, v)| {
+                        Some((first + (p * ITEMS_PAGE + i) as u32, v.as_ref()?))
+                    })
             })
     }
 
@@ -292,8 +297,8 @@ impl<T: Clone + PartialEq> IdTable<T> {
     pub(crate) fn remove(&mut self, id: u32) -> Option<T> {
         let (h, i) = self.half_mut(id);
         h.items.try_get(i)?.as_ref()?;
-        let old = h.items.page_mut(i / 256)[i % 256].take();
-        h.items.canonicalize_opt(i / 256);
+        let old = h.items.page_mut(i / ITEMS_PAGE)[i % ITEMS_PAGE].take();
+        h.items.canonicalize_opt(i / ITEMS_PAGE);
         h.trim();
         self.count -= 1;
         old

@@ -149,6 +149,13 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
         }
     }
 
+    /// Whether page `p` is the shared all-`fill` page (no value of it was
+    /// ever written, or it was canonicalised).
+    #[inline]
+    pub(crate) fn is_canonical(&self, p: usize) -> bool {
+        Arc::ptr_eq(self.page_arc(p), &self.zero_page)
+    }
+
     /// The shared all-`fill` page.
     pub(crate) fn zero_page(&self) -> &Arc<[T; N]> {
         &self.zero_page

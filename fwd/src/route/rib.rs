@@ -207,11 +207,12 @@ impl<V: Copy + PartialEq> Node<V> {
                 self.chunks.insert(ci, Arc::new(Chunk { kids: Vec::new() }));
             }
             self.cbits[b >> 6] |= 1 << (b & 63);
-            mm_chunk(&mut self.chunks[ci])
-                .kids
-                .insert(ki, Arc::new(Node::default()));
         }
-        (mm(&mut mm_chunk(&mut self.chunks[ci]).kids[ki]), created)
+        let chunk = mm_chunk(&mut self.chunks[ci]);
+        if created {
+            chunk.kids.insert(ki, Arc::new(Node::default()));
+        }
+        (mm(&mut chunk.kids[ki]), created)
     }
 
     fn kid_arc_mut(&mut self, b: usize) -> Option<&mut Arc<Node<V>>> {
