@@ -214,13 +214,13 @@ fn hosts_are_learned_and_traceroute_shows_the_appliance() {
 #[test]
 fn unreachable_destinations_and_reject_routes_answer() {
     let lan = lan("unreach", "", "icmp: {reject: admin-prohibited}\n");
-    let out = run_in(&lan.h1, &["ping", "-c", "1", "-W", "2", "10.200.0.1"]);
+    let out = run_in(&lan.h1, &["ping", "-c", "1", "-W", "4", "10.200.0.1"]);
     assert!(
         out.contains("From 10.79.1.1") && out.contains("Destination Net Unreachable"),
         "no route:\n{out}"
     );
     fwdctl(&lan.sock, &["route", "add", "10.201.0.0/16", "reject"]);
-    let out = run_in(&lan.h1, &["ping", "-c", "1", "-W", "2", "10.201.0.1"]);
+    let out = run_in(&lan.h1, &["ping", "-c", "1", "-W", "4", "10.201.0.1"]);
     assert!(
         out.contains("From 10.79.1.1") && out.contains("Packet filtered"),
         "reject (admin-prohibited):\n{out}"
@@ -231,7 +231,7 @@ fn unreachable_destinations_and_reject_routes_answer() {
         !out.contains("From 10.79.1.1"),
         "blackhole is silent:\n{out}"
     );
-    let out = run_in(&lan.h1, &["ping", "-c", "1", "-W", "2", "fd00:dead::1"]);
+    let out = run_in(&lan.h1, &["ping", "-c", "1", "-W", "4", "fd00:dead::1"]);
     assert!(
         out.contains("fd79:1::1") && out.contains("No route"),
         "IPv6 no route:\n{out}"
@@ -251,8 +251,10 @@ fn a_smaller_mtu_gets_pmtud_right() {
             "ping",
             "-c",
             "2",
-            "-W",
-            "2",
+            // A deadline, not -W: after a first reply -W waits only two
+            // round trips for the next, which a loaded machine can miss.
+            "-w",
+            "10",
             "-M",
             "dont",
             "-s",
@@ -275,7 +277,7 @@ fn a_smaller_mtu_gets_pmtud_right() {
             "-c",
             "1",
             "-W",
-            "2",
+            "4",
             "-M",
             "do",
             "-s",
@@ -291,7 +293,7 @@ fn a_smaller_mtu_gets_pmtud_right() {
     assert!(tp.contains("pmtu 1280"), "tracepath:\n{tp}");
     let out = run_in(
         &lan.h1,
-        &["ping", "-c", "1", "-W", "2", "-s", "1400", "fd79:2::2"],
+        &["ping", "-c", "1", "-W", "4", "-s", "1400", "fd79:2::2"],
     );
     assert!(
         out.contains("Packet too big") && out.contains("1280"),

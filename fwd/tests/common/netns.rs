@@ -41,31 +41,40 @@ impl Drop for Netns {
     }
 }
 
-/// Replies received out of `n` pings (each waits up to 2 s for its reply).
+/// How long one probe of [`pings`] waits for its reply.
+const PROBE_WAIT_S: &str = "4";
+
+/// Replies received out of `n` pings, sent one at a time; each waits up to
+/// [`PROBE_WAIT_S`] for its own reply. One `ping -c n` would not do: once a
+/// reply has come, iputils waits only two round trips after the last probe
+/// (`-W` counts only while none has come), so on a loaded machine a late
+/// last reply counted as lost.
 pub fn pings(ns: &Netns, n: u32, dst: &str) -> u32 {
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns.0,
-            "ping",
-            "-c",
-            &n.to_string(),
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            dst,
-        ])
-        .output()
-        .expect("run ping");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| {
-            let (_, rest) = l.split_once(" packets transmitted, ")?;
-            rest.split_whitespace().next()?.parse().ok()
+    (0..n)
+        .map(|_| {
+            let out = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &ns.0,
+                    "ping",
+                    "-c",
+                    "1",
+                    "-W",
+                    PROBE_WAIT_S,
+                    dst,
+                ])
+                .output()
+                .expect("run ping");
+            let text = String::from_utf8_lossy(&out.stdout);
+            text.lines()
+                .find_map(|l| {
+                    let (_, rest) = l.split_once(" packets transmitted, ")?;
+                    rest.split_whitespace().next()?.parse::<u32>().ok()
+                })
+                .unwrap_or(0)
         })
-        .unwrap_or(0)
+        .sum()
 }
 
 /// Runs `fwdctl -s SOCK ARGS`; panics with its output when it fails.
