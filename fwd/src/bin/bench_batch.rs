@@ -2,11 +2,14 @@
 //! large tables. Applies one-change batches (`route replace` of a route via
 //! a gateway, then `route add`/`route del` of a new one) through the
 //! daemon's own `apply_changes` to tables holding N routes via gateways
-//! (the next hops the control plane names itself) and R ACL rules, and
-//! reports microseconds per batch (best of 3 runs of 2,000 batches).
+//! (the next hops the control plane names itself), R ACL rules and K
+//! neighbours learned on port b (each with its host route), and reports
+//! microseconds per batch (best of 3 runs of 2,000 batches). With K > 0 it
+//! also times one learned neighbour's new MAC, as the ARP/ND side
+//! publishes it (`apply_learned`).
 //!
 //! ```text
-//! bench_batch [--routes N] [--rules R]      (defaults: 100000, 10000)
+//! bench_batch [--routes N] [--rules R] [--learned K]   (defaults: 100000, 10000, 0)
 //! ```
 
 use std::net::IpAddr;
@@ -41,15 +44,16 @@ fn apply(t: &Tables, acl_w: &mut acl::ClassifierWriter, changes: &[Change]) -> T
 }
 
 fn main() {
-    let (mut n, mut r) = (100_000u32, 10_000u32);
+    let (mut n, mut r, mut k) = (100_000u32, 10_000u32, 0u32);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let v = args.next().and_then(|v| v.parse().ok());
         match (a.as_str(), v) {
             ("--routes", Some(v)) => n = v,
             ("--rules", Some(v)) => r = v,
+            ("--learned", Some(v)) => k = v,
             _ => {
-                eprintln!("usage: bench_batch [--routes N] [--rules R]");
+                eprintln!("usage: bench_batch [--routes N] [--rules R] [--learned K]");
                 std::process::exit(2);
             }
         }
@@ -72,7 +76,22 @@ fn main() {
     } else {
         t
     };
-    println!("# bench_batch\n\n{n} routes via 8 gateways, {r} rules; us per one-change batch, best of 3 x 2000\n");
+    // K neighbours learned on b (fd00:1::/64), as the ARP/ND side publishes
+    // them, in batches of 1000.
+    let neighbour = |i: u32| {
+        IpAddr::from(std::net::Ipv6Addr::from(
+            (0xfd00_0001u128 << 96) | 0x1_0000 | u128::from(i),
+        ))
+    };
+    let mac = |i: u32, v: u8| [2, 0xbe, v, (i >> 16) as u8, (i >> 8) as u8, i as u8];
+    let mut t = t;
+    for first in (0..k).step_by(1000) {
+        let ups: Vec<_> = (first..k.min(first + 1000))
+            .map(|i| (1u16, neighbour(i), Some(mac(i, 0))))
+            .collect();
+        t = fwd::control::apply_learned(&t, &acl_w, &ups, None).unwrap_or_else(|e| panic!("{e}"));
+    }
+    println!("# bench_batch\n\n{n} routes via 8 gateways, {r} rules, {k} learned neighbours; us per one-change batch, best of 3 x 2000\n");
     println!("| batch | us |\n|---|---|");
     let m = 2000u32;
     type Make = Box<dyn Fn(u32) -> Vec<Change>>;
@@ -108,5 +127,20 @@ fn main() {
             best = best.min(st.elapsed().as_secs_f64() * 1e6 / f64::from(m));
         }
         println!("| {name} | {best:.1} |");
+    }
+    if k > 0 {
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let mut cur = t.clone();
+            let st = Instant::now();
+            for j in 0..m {
+                let i = (j * 7919) % k;
+                let up = [(1u16, neighbour(i), Some(mac(i, 1 + (j % 2) as u8)))];
+                cur = fwd::control::apply_learned(&cur, &acl_w, &up, None)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+            best = best.min(st.elapsed().as_secs_f64() * 1e6 / f64::from(m));
+        }
+        println!("| a learned neighbour's new MAC | {best:.1} |");
     }
 }
