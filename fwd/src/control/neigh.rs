@@ -15,7 +15,6 @@
 //! or IPv6 link-local ones, are learned: a host on one LAN cannot fill the
 //! table with addresses that belong elsewhere.
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -62,7 +61,7 @@ pub struct NeighDriver {
     actions: Vec<Action<Held>>,
     /// Releases and failures waiting for the publish of their MAC change.
     after: Vec<Action<Held>>,
-    statics: BTreeMap<(u16, IpAddr), [u8; 6]>,
+    statics: imbl::OrdMap<(u16, IpAddr), [u8; 6]>,
     limiter: TokenBucket,
     started: Instant,
     next_worker: usize,
@@ -83,7 +82,7 @@ impl NeighDriver {
             pool,
             actions: Vec::new(),
             after: Vec::new(),
-            statics: BTreeMap::new(),
+            statics: imbl::OrdMap::new(),
             limiter: TokenBucket::new(1000, 50),
             started: Instant::now(),
             next_worker: 0,
@@ -99,11 +98,14 @@ impl NeighDriver {
     /// Mirrors the static neighbours of `t` into the table (they are
     /// permanent entries there and override learned ones).
     pub fn sync_statics(&mut self, t: &Tables) {
-        if self.statics == t.mgmt.neighbours {
+        // The same map as last turn unless a batch changed a static entry
+        // (the maps are persistent: a batch that did not copies a pointer).
+        if self.statics.ptr_eq(&t.mgmt.neighbours) || self.statics == t.mgmt.neighbours {
+            self.statics = t.mgmt.neighbours.clone();
             return;
         }
         let old = std::mem::replace(&mut self.statics, t.mgmt.neighbours.clone());
-        for (&(port, ip), _) in old.iter().filter(|(k, _)| !self.statics.contains_key(k)) {
+        for (&(port, ip), _) in old.iter().filter(|(k, _)| !self.statics.contains_key(*k)) {
             self.table.set_static(port, ip, None, &mut self.actions);
         }
         for (&(port, ip), &mac) in &self.statics {

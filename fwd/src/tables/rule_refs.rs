@@ -3,15 +3,16 @@
 //! reference counts in the routing tables; rules live in the classifier,
 //! so their references are kept here, beside it).
 
-use std::collections::{BTreeMap, BTreeSet};
+use imbl::{OrdMap, OrdSet};
 
 use crate::route::NhId;
 
-/// Rule ids by next hop, and the reverse.
+/// Rule ids by next hop, and the reverse. Persistent maps, as the other
+/// parts of [`Mgmt`](super::Mgmt): a batch's copy is cheap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RuleRefs {
-    by_nh: BTreeMap<NhId, BTreeSet<u32>>,
-    by_rule: BTreeMap<u32, Vec<NhId>>,
+    by_nh: OrdMap<NhId, OrdSet<u32>>,
+    by_rule: OrdMap<u32, Vec<NhId>>,
 }
 
 impl RuleRefs {
@@ -51,6 +52,6 @@ impl RuleRefs {
 
     /// How many rules use next hop `nh`.
     pub fn count(&self, nh: NhId) -> usize {
-        self.by_nh.get(&nh).map_or(0, BTreeSet::len)
+        self.by_nh.get(&nh).map_or(0, OrdSet::len)
     }
 }

@@ -264,12 +264,17 @@ impl<'a> Edit<'a> {
         ip: IpAddr,
         mac: Option<[u8; 6]>,
     ) -> Result<(), ErrorBody> {
-        let ids: Vec<NhId> = self
-            .routing
-            .current()
+        // The named next hops through `ip` (the operator's, below
+        // AUTO_MIN_ID, listed first), and the one unnamed next hop for it:
+        // not a walk of every next hop, which on a LAN is one per attached
+        // neighbour (its host route's).
+        let cur = self.routing.current();
+        let ids: Vec<NhId> = cur
             .nexthops()
+            .take_while(|&(id, _)| id < AUTO_MIN_ID)
             .filter(|(_, nh)| nh.port == port && nh.gateway == Some(ip))
             .map(|(id, _)| id)
+            .chain(self.mgmt.auto_nh.get(&(Some(ip), port)).copied())
             .collect();
         for id in ids {
             let mut nh = *self.routing.current().nexthop(id).expect("listed above");

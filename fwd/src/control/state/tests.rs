@@ -340,3 +340,43 @@ fn unnamed_rules_are_numbered_above_the_rules_before_and_a_flush_takes_them_all(
     w.ok("rule flush");
     assert_eq!(w.t.acl.entries().count(), 0);
 }
+
+#[test]
+fn a_learned_mac_reaches_the_named_and_the_unnamed_next_hops_through_that_neighbour() {
+    let mut w = World::new();
+    w.ok("address add 10.0.0.1/24 dev p0\n\
+          address add 10.1.0.1/24 dev p1\n\
+          nexthop add 7 via 10.0.0.9 dev p0\n\
+          nexthop add 8 via 10.0.0.10 dev p0\n\
+          route add 10.9.0.0/16 via 10.0.0.9 dev p0\n\
+          route add 10.8.0.0/16 via 10.0.0.10 dev p0\n\
+          route add 10.7.0.0/16 via 10.1.0.9 dev p1");
+    let ip = "10.0.0.9".parse().unwrap();
+    let via = |t: &Tables, dst: &str| {
+        let dst: std::net::Ipv4Addr = dst.parse().unwrap();
+        match t.routing.route4(0, u32::from(dst)).unwrap().1 {
+            Target::NextHop(id) => id,
+            other => panic!("{other:?}"),
+        }
+    };
+    let mac_of = |t: &Tables, id| t.routing.nexthop(id).unwrap().mac;
+    let unnamed = via(&w.t, "10.9.1.1");
+    assert!(unnamed >= AUTO_MIN_ID);
+    let (other, other_port) = (via(&w.t, "10.8.1.1"), via(&w.t, "10.7.1.1"));
+    let all = [7, 8, unnamed, other, other_port];
+    assert!(all.iter().all(|&id| mac_of(&w.t, id).is_none()));
+
+    let mac = [2, 0, 0, 0, 0, 9];
+    let t = super::apply_learned(&w.t, &w.acl, &[(0, ip, Some(mac))], None).unwrap();
+    // Through 10.0.0.9 on p0: the named 7 and the unnamed one; not 8 nor
+    // the others (another neighbour; the same address on another port is
+    // another neighbour too, and p1 has no 10.0.0.9).
+    let got: Vec<_> = all.iter().map(|&id| mac_of(&t, id)).collect();
+    assert_eq!(got, [Some(mac), None, Some(mac), None, None]);
+    let t = super::apply_learned(&t, &w.acl, &[(1, ip, Some([2, 0, 0, 0, 1, 9]))], None).unwrap();
+    let got: Vec<_> = all.iter().map(|&id| mac_of(&t, id)).collect();
+    assert_eq!(got, [Some(mac), None, Some(mac), None, None]);
+    // Withdrawn: both lose it.
+    let t = super::apply_learned(&t, &w.acl, &[(0, ip, None)], None).unwrap();
+    assert!(all.iter().all(|&id| mac_of(&t, id).is_none()));
+}
