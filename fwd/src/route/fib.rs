@@ -24,7 +24,7 @@
 
 use std::collections::HashSet;
 use std::mem::size_of;
-use std::sync::Arc;
+use triomphe::Arc;
 
 use super::parray::{all_eq, PArray};
 use crate::arch;

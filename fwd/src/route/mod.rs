@@ -71,7 +71,7 @@ mod rib;
 mod tests;
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use triomphe::Arc;
 
 use fib::{BurstFib, Fib};
 use nexthop::IdTable;

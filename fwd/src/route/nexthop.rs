@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::mem::size_of;
 use std::net::IpAddr;
-use std::sync::Arc;
+use triomphe::Arc;
 
 use super::parray::{PArray, ARC_HEADER};
 use super::{GroupId, NhId, RouteError};

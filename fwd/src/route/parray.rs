@@ -1,6 +1,10 @@
 //! A persistent paged array: the storage under the FIB tables and the next-hop table.
 //!
 //! `top -> mid (M page pointers) -> page (N values)`, every level behind an `Arc`.
+//! The `Arc` is `triomphe`'s, as everywhere in the routing tables: it has no
+//! weak count, so `Arc::make_mut` checks uniqueness with a plain load where
+//! `std`'s does a locked compare-exchange, a full barrier at every level of
+//! every write of a batch (see `bench-results/route.md`).
 //! A write goes through `Arc::make_mut` on the mid and the page, so it copies the
 //! 1 KiB mid and the page the first time a version touches them and writes in place
 //! afterwards (within one batch the working copy is the only owner). Untouched pages
@@ -13,10 +17,10 @@
 
 use std::collections::HashSet;
 use std::mem::size_of;
-use std::sync::Arc;
+use triomphe::Arc;
 
-/// Size of an `ArcInner` header (strong + weak counts).
-pub(crate) const ARC_HEADER: usize = 2 * size_of::<usize>();
+/// Size of an `Arc`'s header (`triomphe`'s: one count, no weak count).
+pub(crate) const ARC_HEADER: usize = size_of::<usize>();
 
 #[derive(Clone)]
 pub(crate) struct Mid<T, const N: usize, const M: usize> {
@@ -41,7 +45,7 @@ impl<T, const N: usize, const M: usize> Drop for Mid<T, N, M> {
 pub(crate) fn touch<A>(arcs: &[Arc<A>]) {
     let mut s = 0usize;
     for a in arcs {
-        s = s.wrapping_add(Arc::strong_count(a));
+        s = s.wrapping_add(Arc::count(a));
     }
     std::hint::black_box(s);
 }
@@ -125,7 +129,7 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
     #[inline]
     pub(crate) fn page_mut(&mut self, p: usize) -> &mut [T; N] {
         let m = &mut self.top[p >> Self::MB];
-        if Arc::strong_count(m) != 1 {
+        if Arc::count(m) != 1 {
             touch(&m.pages);
         }
         let mid = Arc::make_mut(m);

@@ -3,7 +3,7 @@
 //! A node covers 8 address bits. It stores the prefixes whose length ends inside
 //! its stride (local lengths 1..=8, plus `/0` at the root) in a complete binary
 //! tree indexed `1..512` (`idx = 1 << l | bits`), and up to 256 children, both as
-//! popcount-compressed sparse arrays. Nodes are `Arc`s; an update copies only the
+//! popcount-compressed sparse arrays. Nodes are `Arc`s (`triomphe`'s, see `parray`); an update copies only the
 //! nodes on the path to the prefix (path copying), so a version shares everything
 //! else with its predecessor.
 //!
@@ -23,7 +23,7 @@
 
 use std::collections::HashSet;
 use std::mem::size_of;
-use std::sync::Arc;
+use triomphe::Arc;
 
 use super::parray::{touch, ARC_HEADER};
 
@@ -79,7 +79,7 @@ impl<V> Drop for Chunk<V> {
 /// a node increments every chunk's count).
 #[inline]
 fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
-    if Arc::strong_count(a) != 1 {
+    if Arc::count(a) != 1 {
         touch(&a.chunks);
     }
     Arc::make_mut(a)
@@ -88,7 +88,7 @@ fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
 /// `Arc::make_mut` for chunks (see [`mm`]).
 #[inline]
 fn mm_chunk<V: Clone>(a: &mut Arc<Chunk<V>>) -> &mut Chunk<V> {
-    if Arc::strong_count(a) != 1 {
+    if Arc::count(a) != 1 {
         touch(&a.kids);
     }
     Arc::make_mut(a)
