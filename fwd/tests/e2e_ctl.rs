@@ -289,3 +289,52 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
         "the replaced neighbour survives: {got}"
     );
 }
+
+/// A worker that receives nothing still reports quiescence: after changes
+/// published while its ports are silent, it reports the current generation
+/// (else every replaced version would wait for traffic to be reclaimed).
+#[test]
+fn an_idle_worker_reports_every_generation() {
+    let dir = TempDir::new("idle");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path("fwd.sock");
+    let cfg = format!(
+        "{eal}ports:
+  - {{name: p0, device: 'net_null_aidle,no-rx=1', addresses: [10.0.0.1/24]}}
+workers:
+  - {{lcore: 1, rx: [{{port: p0}}]}}
+control:
+  socket: {sock}
+",
+        eal = eal_yaml("idle"),
+        sock = sock.display(),
+    );
+    let mut d = Daemon(spawn_fwd(&dir, &cfg, &[]));
+    wait_ready(&mut d.0);
+    for i in 0..5 {
+        ok(fwdctl(
+            &sock,
+            &["route", "add", &format!("10.9.{i}.0/24"), "via", "10.0.0.2"],
+        ));
+    }
+    let want = generation(&sock);
+    let start = std::time::Instant::now();
+    loop {
+        let mut c = ctl::Client::connect(&sock).expect("connect");
+        let s = match c.call(&Request::Status {}).expect("status") {
+            Response::Status(s) => s,
+            other => panic!("unexpected {other:?}"),
+        };
+        let w = &s.workers[0];
+        if w.online && w.reported_generation == Some(want) {
+            break;
+        }
+        // Generous: the condition is what is tested, not the time.
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the idle worker never reported generation {want}: {s:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(d);
+}

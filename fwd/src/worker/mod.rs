@@ -12,10 +12,16 @@
 //!   through [`crate::punt`]), draining what the control side asks to send,
 //!   and the drain timer.
 //!
-//! Each iteration takes one table snapshot (a single Acquire load in
-//! [`qsbr::Reader::snapshot`](crate::qsbr::Reader::snapshot)) and uses it
-//! for every burst of the iteration; dropping it at the end reports
-//! quiescence. No allocation, lock, syscall or log line per packet.
+//! Each received burst takes a table snapshot (a single Acquire load in
+//! [`qsbr::Reader::snapshot`](crate::qsbr::Reader::snapshot)) after it has
+//! arrived, and dropping it reports quiescence. Taken after the receive, a
+//! packet that arrives once a version is published (once `fwdctl` has
+//! returned) is processed with that version or a newer one; a snapshot
+//! taken before the receive could be older than the packet when the lcore
+//! was preempted in between (it was: a route added by `fwdctl` was not yet
+//! seen by the ping sent after it, on a loaded test machine). An iteration
+//! that received nothing takes and drops one, so an idle lcore still
+//! reports quiescence. No allocation, lock, syscall or log line per packet.
 //! Counters are accumulated per burst in locals and written once per burst
 //! into this lcore's own padded block.
 
@@ -139,8 +145,6 @@ impl Worker {
         // Relaxed: the flag carries no data; the daemon joins the lcore
         // (rte_eal_wait_lcore) before touching anything the worker used.
         while !stop.load(Ordering::Relaxed) {
-            let snap = reader.snapshot();
-            let tables: &Tables = &snap;
             let mut busy = 0;
             for ri in 0..self.setup.rx.len() {
                 let (port, rxq) = &mut self.setup.rx[ri];
@@ -150,22 +154,21 @@ impl Worker {
                     continue;
                 }
                 busy += 1;
-                self.process(
-                    tables,
-                    port,
-                    &mut burst,
-                    &mut scratch,
-                    counters,
-                    &clock_base,
-                );
+                // After the receive: see the module doc.
+                let snap = reader.snapshot();
+                self.process(&snap, port, &mut burst, &mut scratch, counters, &clock_base);
             }
-            drop(snap);
             if !self.setup.channel.down_is_empty() {
                 self.send_from_control(counters);
             }
             counters.polls.add(1);
             if busy > 0 {
                 counters.busy_polls.add(1);
+            } else {
+                // Nothing received, so no snapshot was taken: report
+                // quiescence all the same, or an idle lcore would hold
+                // every replaced version back from reclamation.
+                drop(reader.snapshot());
             }
             let now = rdtsc();
             if now.wrapping_sub(last_drain) >= self.setup.drain_cycles {
