@@ -460,9 +460,8 @@ impl<const W: u32> Family<W> {
         v: u32,
         kids: &mut Vec<(u128, u8)>,
     ) -> Option<Entry> {
-        let old = self.rib.insert(a, l, entry);
+        let old = self.rib.insert_children(a, l, entry, kids);
         if old.map(|e| e.target) != Some(entry.target) {
-            self.rib.maximal_children(a, l, kids);
             self.fib.apply_prefix(a, l, v, kids);
         }
         old

@@ -359,7 +359,30 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     }
 
     /// Inserts or replaces; returns the previous target.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, addr: u128, len: u8, t: V) -> Option<V> {
+        self.insert_at(addr, len, t).0
+    }
+
+    /// [`Rib::insert`], and [`Rib::maximal_children`] of `addr/len` into
+    /// `out`, in one walk: read below the prefix at the node it was just
+    /// written to, while that is in cache, rather than walking down again.
+    pub(crate) fn insert_children(
+        &mut self,
+        addr: u128,
+        len: u8,
+        t: V,
+        out: &mut Vec<(u128, u8)>,
+    ) -> Option<V> {
+        out.clear();
+        let (old, n, d, idx) = self.insert_at(addr, len, t);
+        Self::below(n, idx, Self::base(addr, d), d, out);
+        old
+    }
+
+    /// Inserts or replaces; returns the previous target, and the node that
+    /// holds the prefix, its depth and its tree index.
+    fn insert_at(&mut self, addr: u128, len: u8, t: V) -> (Option<V>, &Node<V>, u32, usize) {
         let (d, idx) = Self::locate(addr, len);
         let mut n = mm(&mut self.root);
         for k in 0..d {
@@ -371,7 +394,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         if old.is_none() {
             self.len += 1;
         }
-        old
+        (old, n, d, idx)
     }
 
     /// Removes; returns the removed target. Empty nodes are pruned.
@@ -441,6 +464,9 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
 
     /// The maximal strict sub-prefixes of `addr/len` (those not inside another
     /// strict sub-prefix), in address order, into `out` (cleared first).
+    /// (The tables get them from [`Rib::insert_children`] and [`Rib::area`];
+    /// this is their tests' reference.)
+    #[cfg(test)]
     pub(crate) fn maximal_children(&self, addr: u128, len: u8, out: &mut Vec<(u128, u8)>) {
         out.clear();
         let (d, idx) = Self::locate(addr, len);
@@ -664,8 +690,10 @@ mod tests {
     }
 
     /// `area` answers what `lpm` and `maximal_children` answer, for prefixes
-    /// present and absent, in both widths (nested prefixes crowded into a
-    /// small space so that every node depth and both ends are exercised).
+    /// present and absent, and `insert_children` what `maximal_children`
+    /// answers after the insert, in both widths (nested prefixes crowded
+    /// into a small space so that every node depth and both ends are
+    /// exercised).
     fn area_matches<const W: u32>(prefixes: &[(u128, u8)], queries: &[(u128, u8)]) {
         let mask = |a: u128, l: u8| {
             if l == 0 {
@@ -675,10 +703,13 @@ mod tests {
             }
         };
         let mut r = Rib::<W, u32>::new();
-        for (i, &(a, l)) in prefixes.iter().enumerate() {
-            r.insert(mask(a, l), l, i as u32);
-        }
         let (mut got, mut want) = (Vec::new(), Vec::new());
+        for (i, &(a, l)) in prefixes.iter().enumerate() {
+            let a = mask(a, l);
+            r.insert_children(a, l, i as u32, &mut got);
+            r.maximal_children(a, l, &mut want);
+            assert_eq!(got, want, "insert {a:#x}/{l}");
+        }
         for &(a, l) in queries {
             let a = mask(a, l);
             let v = r.area(a, l, &mut got);
