@@ -99,9 +99,9 @@ impl NeighDriver {
     /// permanent entries there and override learned ones).
     pub fn sync_statics(&mut self, t: &Tables) {
         // The same map as last turn unless a batch changed a static entry
-        // (the maps are persistent: a batch that did not copies a pointer).
-        if self.statics.ptr_eq(&t.mgmt.neighbours) || self.statics == t.mgmt.neighbours {
-            self.statics = t.mgmt.neighbours.clone();
+        // (the maps are persistent: a batch that did not copies a pointer);
+        // otherwise the walk below does only what changed.
+        if self.statics.ptr_eq(&t.mgmt.neighbours) {
             return;
         }
         let old = std::mem::replace(&mut self.statics, t.mgmt.neighbours.clone());

@@ -3,9 +3,9 @@
 //! A node covers 8 address bits. It stores the prefixes whose length ends inside
 //! its stride (local lengths 1..=8, plus `/0` at the root) in a complete binary
 //! tree indexed `1..512` (`idx = 1 << l | bits`), and up to 256 children, both as
-//! popcount-compressed sparse arrays. Nodes are `Arc`s (`triomphe`'s, see `parray`); an update copies only the
-//! nodes on the path to the prefix (path copying), so a version shares everything
-//! else with its predecessor.
+//! popcount-compressed sparse arrays. Nodes are `Arc`s (`triomphe`'s, see
+//! `parray`); an update copies only the nodes on the path to the prefix (path
+//! copying), so a version shares everything else with its predecessor.
 //!
 //! The children are grouped in [`Chunk`]s of 16 slots, each behind its own
 //! `Arc`: copying a node copies (and counts a reference to) at most 16 chunks,
