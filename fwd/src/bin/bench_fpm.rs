@@ -8,8 +8,12 @@
 //! generation per read) and publish. Then the same for the withdrawals.
 //!
 //! ```text
-//! cargo run --release --bin bench_fpm [-- --data DIR] [--rounds N]
+//! cargo run --release --bin bench_fpm [-- --data DIR] [--rounds N] [--shuffle]
 //! ```
+//! The stream is in the table file's order (sorted by prefix) unless
+//! `--shuffle`: then in a fixed random order. zebra's real order lies in
+//! between (bgpd packs prefixes of equal attributes into one UPDATE, each
+//! group in table order).
 //! `DIR` (default `$FWD_DATA/routing`, see `fwd::corpus`) holds
 //! `ipv4_fulltable_gaissmai.txt.gz` and `ipv6_fulltable_gaissmai.txt`;
 //! without them a synthetic table of 900k IPv4 /24s is used (said so in the
@@ -99,51 +103,84 @@ fn stream(prefixes: &[Prefix], op: RouteOp) -> Vec<u8> {
     out
 }
 
-/// Feeds `bytes` in reads of `CHUNK`; returns (seconds, generations).
+/// What one pass of [`ingest`] took.
+struct Took {
+    /// Seconds, all of it.
+    total: f64,
+    /// Seconds in decode + translate (the daemon's FPM thread).
+    feed: f64,
+    generations: u64,
+}
+
+/// Feeds `bytes` in reads of `CHUNK`.
 fn ingest(
     bytes: &[u8],
     tr: &Translate,
     c: &mut FpmControl,
     w: &mut qsbr::Writer<Tables>,
     acl_w: &acl::ClassifierWriter,
-) -> (f64, u64) {
+) -> Took {
     let g0 = w.generation();
     let t = Instant::now();
+    let mut feed = 0.0;
     let mut ing = Ingest::new(tr);
     for chunk in bytes.chunks(CHUNK) {
+        let f = Instant::now();
         let r = ing.feed(chunk);
+        feed += f.elapsed().as_secs_f64();
         assert!(r.broken.is_none() && r.refused == 0, "{:?}", r.last_error);
         c.event(FpmEvent::Batch(r.ops), w, acl_w, Instant::now());
         w.reclaim();
     }
-    (t.elapsed().as_secs_f64(), w.generation() - g0)
+    Took {
+        total: t.elapsed().as_secs_f64(),
+        feed,
+        generations: w.generation() - g0,
+    }
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut data: Option<PathBuf> = None;
     let mut rounds = 3;
+    let mut shuffle = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--data" => data = args.next().map(PathBuf::from),
             "--rounds" => rounds = args.next().and_then(|n| n.parse().ok()).unwrap_or(3),
+            "--shuffle" => shuffle = true,
             _ => {
-                eprintln!("usage: bench_fpm [--data DIR] [--rounds N]");
+                eprintln!("usage: bench_fpm [--data DIR] [--rounds N] [--shuffle]");
                 std::process::exit(2);
             }
         }
     }
-    let (pfx, what) = match data.map_or_else(|| fwd::corpus::dir("routing"), Ok) {
+    let (mut pfx, mut what) = match data.map_or_else(|| fwd::corpus::dir("routing"), Ok) {
         Ok(dir) => prefixes(&dir),
         Err(e) => synthetic(&e),
     };
+    if shuffle {
+        // Fisher-Yates with xorshift64*, fixed seed: the same order every run.
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        for i in (1..pfx.len()).rev() {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            pfx.swap(i, (r % (i as u64 + 1)) as usize);
+        }
+        what += ", in a fixed random order (--shuffle)";
+    } else {
+        what += ", in the file's order (sorted by prefix)";
+    }
     let n = pfx.len() as f64;
     let adds = stream(&pfx, RouteOp::Add);
     let dels = stream(&pfx, RouteOp::Del);
     println!("# bench_fpm\n\n{what}; stream {:.1} MB of adds, {:.1} MB of deletes, read in {} KiB chunks.\n",
         adds.len() as f64 / 1e6, dels.len() as f64 / 1e6, CHUNK / 1024);
-    println!("| round | decode only (M msg/s) | ingest adds (M routes/s) | generations | ingest deletes (M routes/s) |");
-    println!("|---|---|---|---|---|");
+    println!("Per route: the FPM thread's share (decode + translate) and the control lcore's (apply + publish), in us.\n");
+    println!("| round | decode only (M msg/s) | ingest adds (M routes/s) | adds: decode+translate / apply (us) | generations | ingest deletes (M routes/s) | deletes: decode+translate / apply (us) |");
+    println!("|---|---|---|---|---|---|---|");
     let tr = Translate::new(
         [(254, 0)].into_iter().collect(),
         [(10, 0u16), (11, 1)].into_iter().collect::<HashMap<_, _>>(),
@@ -171,19 +208,25 @@ fn main() {
         };
         let mut c = FpmControl::new(&settings, Arc::default());
         c.event(FpmEvent::Connected, &mut w, &acl_w, Instant::now());
-        let (add_s, gens) = ingest(&adds, &tr, &mut c, &mut w, &acl_w);
+        let add = ingest(&adds, &tr, &mut c, &mut w, &acl_w);
         let (v4, v6) = w.current().routing.route_count(0);
         assert_eq!(c.rib().len() as f64, n, "every route held");
         assert!(v4 + v6 >= pfx.len(), "every route installed");
-        let (del_s, _) = ingest(&dels, &tr, &mut c, &mut w, &acl_w);
+        let del = ingest(&dels, &tr, &mut c, &mut w, &acl_w);
         assert_eq!(c.rib().len(), 0);
+        let us = |s: f64| s * 1e6 / n;
         println!(
-            "| {round} | {:.2} | {:.2} ({:.2} s) | {gens} | {:.2} ({:.2} s) |",
+            "| {round} | {:.2} | {:.2} ({:.2} s) | {:.2} / {:.2} | {} | {:.2} ({:.2} s) | {:.2} / {:.2} |",
             n / dec_s / 1e6,
-            n / add_s / 1e6,
-            add_s,
-            n / del_s / 1e6,
-            del_s
+            n / add.total / 1e6,
+            add.total,
+            us(add.feed),
+            us(add.total - add.feed),
+            add.generations,
+            n / del.total / 1e6,
+            del.total,
+            us(del.feed),
+            us(del.total - del.feed),
         );
     }
 }

@@ -300,6 +300,32 @@ fn multipath_routes_share_one_unnamed_group_until_the_last_goes() {
 }
 
 #[test]
+fn a_batch_applies_each_prefixs_changes_in_zebras_order() {
+    let mut f = Fixture::new();
+    // Applied in prefix order: the changes to one prefix must keep theirs
+    // among the others'.
+    f.fpm(vec![
+        set("203.0.113.0/24", via("10.0.0.2", 0)),
+        set("192.0.2.0/24", via("10.0.0.3", 0)),
+        del("203.0.113.0/24"),
+        set("198.51.100.0/24", via("10.1.0.2", 1)),
+        set("192.0.2.0/24", via("10.1.0.3", 1)),
+        set("203.0.113.0/24", via("10.0.0.4", 0)),
+        del("198.51.100.0/24"),
+        set("10.200.0.0/16", FpmTarget::Blackhole),
+        del("10.200.0.0/16"),
+        set("10.200.0.0/16", via("10.0.0.5", 0)),
+    ]);
+    let gw = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+    assert_eq!(f.gateway_of("192.0.2.0/24"), gw("10.1.0.3"));
+    assert_eq!(f.gateway_of("203.0.113.0/24"), gw("10.0.0.4"));
+    assert_eq!(f.gateway_of("10.200.0.0/16"), gw("10.0.0.5"));
+    assert!(f.entry("198.51.100.0/24").is_none());
+    assert!(f.rib.get(0, p("198.51.100.0/24")).is_none());
+    assert_eq!(f.rib.len(), 3);
+}
+
+#[test]
 fn routes_that_cannot_be_installed_are_refused_alone() {
     let mut f = Fixture::new();
     let done = f.fpm(vec![

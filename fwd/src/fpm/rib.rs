@@ -65,7 +65,7 @@ impl std::hash::Hasher for MixHasher {
     }
 }
 
-use crate::route::{Prefix, Vrf};
+use crate::route::{Prefix, Prefix4, Prefix6, Vrf};
 
 /// One path of an FPM route.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,12 +101,53 @@ pub struct FpmRoute {
     pub epoch: u32,
 }
 
+/// A route's key, packed: 24 bytes where `(Vrf, Prefix)` takes 64 (its
+/// `u128` aligns the whole entry to 16). A full view is a million entries,
+/// each insert and delete a cache miss or two on them: half the bytes is
+/// half the table's memory, page faults and rehash copying (measured in
+/// `bench_fpm`, see `bench-results/fpm.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    /// The address, high half then low half (IPv4: in the low half).
+    addr: [u64; 2],
+    vrf: Vrf,
+    len: u8,
+    v6: bool,
+}
+
+impl Key {
+    fn new(vrf: Vrf, prefix: Prefix) -> Key {
+        let (a, len, v6) = match prefix {
+            Prefix::V4(p) => (u128::from(p.addr()), p.len(), false),
+            Prefix::V6(p) => (p.addr(), p.len(), true),
+        };
+        Key {
+            addr: [(a >> 64) as u64, a as u64],
+            vrf,
+            len,
+            v6,
+        }
+    }
+
+    fn route(self) -> (Vrf, Prefix) {
+        let a = (u128::from(self.addr[0]) << 64) | u128::from(self.addr[1]);
+        let p = if self.v6 {
+            Prefix6::new(a, self.len).map(Prefix::V6)
+        } else {
+            Prefix4::new(a as u32, self.len).map(Prefix::V4)
+        };
+        (self.vrf, p.expect("a key is made from a valid prefix"))
+    }
+}
+
+static_assertions::const_assert!(std::mem::size_of::<Key>() == 24);
+
 /// zebra's routes, by table and prefix.
 #[derive(Debug, Default)]
 pub struct FpmRib {
     // Fx: a million keys of our own making, hashed at every message; no
     // attacker chooses them (zebra is trusted, and on loopback).
-    routes: std::collections::HashMap<(Vrf, Prefix), FpmRoute, Mixed>,
+    routes: std::collections::HashMap<Key, FpmRoute, Mixed>,
     targets: FxHashSet<Arc<FpmTarget>>,
     epoch: u32,
 }
@@ -144,7 +185,7 @@ impl FpmRib {
         self.routes
             .iter()
             .filter(move |(_, r)| r.epoch != e)
-            .map(|(k, _)| *k)
+            .map(|(k, _)| k.route())
     }
 
     /// How many routes are stale.
@@ -154,7 +195,7 @@ impl FpmRib {
 
     /// What zebra said about `prefix` in `vrf`.
     pub fn get(&self, vrf: Vrf, prefix: Prefix) -> Option<&FpmRoute> {
-        self.routes.get(&(vrf, prefix))
+        self.routes.get(&Key::new(vrf, prefix))
     }
 
     /// Records zebra's route; returns its (interned) target when it differs
@@ -168,7 +209,7 @@ impl FpmRib {
         proto: u8,
     ) -> Option<Arc<FpmTarget>> {
         let epoch = self.epoch;
-        let target = match self.routes.entry((vrf, prefix)) {
+        let target = match self.routes.entry(Key::new(vrf, prefix)) {
             Entry::Occupied(mut o) => {
                 let r = o.get_mut();
                 r.epoch = epoch;
@@ -196,7 +237,7 @@ impl FpmRib {
 
     /// Forgets zebra's route; returns it.
     pub fn del(&mut self, vrf: Vrf, prefix: Prefix) -> Option<FpmRoute> {
-        let r = self.routes.remove(&(vrf, prefix))?;
+        let r = self.routes.remove(&Key::new(vrf, prefix))?;
         self.release(&r.target);
         Some(r)
     }
@@ -211,7 +252,7 @@ impl FpmRib {
 
     /// Every route, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = ((Vrf, Prefix), &FpmRoute)> + '_ {
-        self.routes.iter().map(|(k, r)| (*k, r))
+        self.routes.iter().map(|(k, r)| (k.route(), r))
     }
 
     /// Forgets interned targets no route holds (ones a caller kept alive
@@ -284,6 +325,28 @@ mod tests {
         assert_eq!(r.distinct_targets(), 0);
         assert!(r.is_empty());
         assert!(r.del(0, p(0x0b00_0000, 8)).is_none());
+    }
+
+    #[test]
+    fn keys_give_back_the_route_they_were_made_of() {
+        let six = |a: u128, l: u8| Prefix::V6(Prefix6::new(a, l).unwrap());
+        for (vrf, pfx) in [
+            (0, p(0, 0)),
+            (7, p(0xffff_ffff, 32)),
+            (u32::MAX, p(0x0a00_0000, 8)),
+            (0, six(0, 0)),
+            (3, six(u128::MAX, 128)),
+            (0, six(0x2001_0db8 << 96, 32)),
+            // The same bits as an IPv4 route: a different key.
+            (0, six(0x0a00_0000, 120)),
+        ] {
+            assert_eq!(Key::new(vrf, pfx).route(), (vrf, pfx));
+        }
+        assert_ne!(
+            Key::new(0, p(0x0a00_0000, 8)),
+            Key::new(0, six(0x0a00_0000, 8 + 96))
+        );
+        assert_ne!(Key::new(0, six(1 << 64, 64)), Key::new(0, six(1, 128)));
     }
 
     #[test]
