@@ -58,6 +58,11 @@ pub(crate) struct Fib<const W: u32> {
     used: usize,
     /// The last uniform page made by `full` (reused within a batch).
     uniform: Option<Arc<[u32; PAGE]>>,
+    /// First-level pages this batch wrote zeros to: each may have become
+    /// all zero, and is checked once, at the end of the batch ([`Fib::trim`]),
+    /// rather than scanned (4 KiB) after every write, which made deleting
+    /// a page's routes one by one quadratic in the page.
+    zeroed: Vec<u32>,
 }
 
 impl<const W: u32> Default for Fib<W> {
@@ -77,6 +82,7 @@ impl<const W: u32> Fib<W> {
             free_hint: 0,
             used: 0,
             uniform: None,
+            zeroed: Vec::new(),
         }
     }
 
@@ -127,7 +133,16 @@ impl<const W: u32> Fib<W> {
         }
         arr.set(i, v);
         if v == 0 && t == Tab::T24 {
-            arr.canonicalize(i / PAGE);
+            self.zeroed_page(i / PAGE);
+        }
+    }
+
+    /// Page `p` of the first level had zeros written: see `zeroed`.
+    #[inline]
+    fn zeroed_page(&mut self, p: usize) {
+        let p = p as u32;
+        if self.zeroed.last() != Some(&p) {
+            self.zeroed.push(p);
         }
     }
 
@@ -276,7 +291,7 @@ impl<const W: u32> Fib<W> {
                 nested.extend(cur.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
                 arr.page_mut(p)[s..=e].fill(v);
                 if v == 0 && t == Tab::T24 {
-                    arr.canonicalize(p);
+                    self.zeroed_page(p);
                 }
             }
             i = end + 1;
@@ -345,9 +360,16 @@ impl<const W: u32> Fib<W> {
         self.free_group(g);
     }
 
-    /// End of batch: drop whole trailing mids of free groups.
+    /// End of batch: first-level pages left all zero go back to the shared
+    /// zero page, and whole trailing mids of free groups are dropped.
     pub(crate) fn trim(&mut self) {
         self.uniform = None;
+        let mut zeroed = std::mem::take(&mut self.zeroed);
+        zeroed.sort_unstable();
+        zeroed.dedup();
+        for p in zeroed {
+            self.tbl24.canonicalize(p as usize);
+        }
         while self.pool.mids() > 0 {
             let m = self.pool.mids() - 1;
             let words = m * GROUPS_PER_MID / 64..(m + 1) * GROUPS_PER_MID / 64;

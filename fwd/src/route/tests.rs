@@ -46,6 +46,42 @@ fn del(prefix: Prefix) -> RouteChange {
     RouteChange::Del { vrf: 0, prefix }
 }
 
+/// First-level pages left all zero go back to the shared zero page at the
+/// end of the batch that emptied them, however the batch got there.
+#[test]
+fn emptied_first_level_pages_are_shared_again_after_each_batch() {
+    let empty = base().apply(&[RouteChange::VrfAdd { vrf: 0 }]).unwrap();
+    let routes = ["10.0.0.0/24", "10.0.1.0/24", "10.0.3.0/25", "10.0.3.128/26"];
+    let adds: Vec<RouteChange> = routes
+        .iter()
+        .map(|r| add(p4(r), Target::NextHop(1)))
+        .collect();
+    let full = empty.apply(&adds).unwrap();
+    assert!(full.memory_bytes() > empty.memory_bytes());
+    // One route per batch: the last one empties the page.
+    let mut r = full.clone();
+    for (k, route) in routes.iter().enumerate() {
+        r = r.apply(&[del(p4(route))]).unwrap();
+        if k + 1 < routes.len() {
+            assert!(r.memory_bytes() > empty.memory_bytes(), "after {route}");
+        }
+    }
+    assert_eq!(r.memory_bytes(), empty.memory_bytes());
+    // All in one batch.
+    let dels: Vec<RouteChange> = routes.iter().map(|r| del(p4(r))).collect();
+    assert_eq!(
+        full.apply(&dels).unwrap().memory_bytes(),
+        empty.memory_bytes()
+    );
+    // Emptied, then written again in the same batch: the page stays.
+    let mut again = dels.clone();
+    again.push(add(p4("10.0.2.0/24"), Target::NextHop(2)));
+    let r = full.apply(&again).unwrap();
+    assert!(r.memory_bytes() > empty.memory_bytes());
+    assert_eq!(r.lookup4(0, 0x0a00_0201, || 0), Resolved::Forward(2));
+    assert_eq!(r.lookup4(0, 0x0a00_0001, || 0), Resolved::NoRoute);
+}
+
 // ---------------------------------------------------------------------------
 // The DPDK 22.11 rte_fib dir24_8 bug sequence and other top-of-space cases.
 
