@@ -15,55 +15,11 @@
 //! ~900k routes but a few hundred distinct next-hop sets, so each route
 //! costs a key and a pointer.
 
-use std::collections::hash_map::Entry;
+use std::collections::btree_map::{BTreeMap, Entry};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use rustc_hash::{FxHashSet, FxHasher};
-
-/// `FxHasher` with a final avalanche (murmur3's fmix64): Fx alone leaves
-/// keys that differ in a few middle bits (consecutive /24s) in long probe
-/// chains (measured: a third of the ingest time in `del`).
-#[derive(Default, Clone, Copy)]
-struct Mixed;
-
-struct MixHasher(FxHasher);
-
-impl std::hash::BuildHasher for Mixed {
-    type Hasher = MixHasher;
-    fn build_hasher(&self) -> MixHasher {
-        MixHasher(FxHasher::default())
-    }
-}
-
-impl std::hash::Hasher for MixHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes);
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.0.write_u8(i);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.0.write_u32(i);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0.write_u64(i);
-    }
-    fn write_u128(&mut self, i: u128) {
-        self.0.write_u128(i);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.0.write_usize(i);
-    }
-    fn finish(&self) -> u64 {
-        let mut h = self.0.finish();
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
-}
+use rustc_hash::FxHashSet;
 
 use crate::route::{Prefix, Prefix4, Prefix6, Vrf};
 
@@ -102,17 +58,27 @@ pub struct FpmRoute {
 }
 
 /// A route's key, packed: 24 bytes where `(Vrf, Prefix)` takes 64 (its
-/// `u128` aligns the whole entry to 16). A full view is a million entries,
-/// each insert and delete a cache miss or two on them: half the bytes is
-/// half the table's memory, page faults and rehash copying (measured in
-/// `bench_fpm`, see `bench-results/fpm.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// `u128` aligns the whole entry to 16), ordered as `(Vrf, Prefix)` is
+/// (table, then IPv4 before IPv6, then address, then length).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Key {
     /// The address, high half then low half (IPv4: in the low half).
     addr: [u64; 2],
     vrf: Vrf,
     len: u8,
     v6: bool,
+}
+
+impl Ord for Key {
+    fn cmp(&self, o: &Key) -> std::cmp::Ordering {
+        (self.vrf, self.v6, self.addr, self.len).cmp(&(o.vrf, o.v6, o.addr, o.len))
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, o: &Key) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
 }
 
 impl Key {
@@ -143,11 +109,15 @@ impl Key {
 static_assertions::const_assert!(std::mem::size_of::<Key>() == 24);
 
 /// zebra's routes, by table and prefix.
+///
+/// Ordered, not hashed: batches come in prefix order (see
+/// [`crate::control::state::apply_fpm`]), so consecutive inserts and
+/// deletes land in the same or the next leaf, in cache, where a hash table
+/// of a million routes costs two cache misses for each, and a full copy
+/// each time it grows (`bench-results/fpm.md`).
 #[derive(Debug, Default)]
 pub struct FpmRib {
-    // Fx: a million keys of our own making, hashed at every message; no
-    // attacker chooses them (zebra is trusted, and on loopback).
-    routes: std::collections::HashMap<Key, FpmRoute, Mixed>,
+    routes: BTreeMap<Key, FpmRoute>,
     targets: FxHashSet<Arc<FpmTarget>>,
     epoch: u32,
 }
@@ -330,7 +300,7 @@ mod tests {
     #[test]
     fn keys_give_back_the_route_they_were_made_of() {
         let six = |a: u128, l: u8| Prefix::V6(Prefix6::new(a, l).unwrap());
-        for (vrf, pfx) in [
+        let routes = [
             (0, p(0, 0)),
             (7, p(0xffff_ffff, 32)),
             (u32::MAX, p(0x0a00_0000, 8)),
@@ -339,8 +309,19 @@ mod tests {
             (0, six(0x2001_0db8 << 96, 32)),
             // The same bits as an IPv4 route: a different key.
             (0, six(0x0a00_0000, 120)),
-        ] {
+        ];
+        for &(vrf, pfx) in &routes {
             assert_eq!(Key::new(vrf, pfx).route(), (vrf, pfx));
+        }
+        // Ordered as the routes are, which is how batches are sorted.
+        for a in &routes {
+            for b in &routes {
+                assert_eq!(
+                    Key::new(a.0, a.1).cmp(&Key::new(b.0, b.1)),
+                    a.cmp(b),
+                    "{a:?} {b:?}"
+                );
+            }
         }
         assert_ne!(
             Key::new(0, p(0x0a00_0000, 8)),
