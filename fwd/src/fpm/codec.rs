@@ -363,6 +363,19 @@ impl Decoder {
 
 /// Decodes one whole netlink message (`bytes` is exactly `nlmsg_len` long).
 fn decode_netlink(bytes: &[u8]) -> Result<FpmMsg, DecodeError> {
+    decode_route(bytes, each_attribute)
+}
+
+/// [`decode_netlink`], with `walk` feeding a route message's attributes
+/// (given its header and attribute bytes) to the callback it is handed.
+fn decode_route(
+    bytes: &[u8],
+    walk: impl FnOnce(
+        &RouteHeader,
+        &[u8],
+        Attributes<'_>,
+    ) -> Result<(), netlink_packet_core::DecodeError>,
+) -> Result<FpmMsg, DecodeError> {
     let nl = NetlinkBuffer::new_checked(bytes).map_err(|e| DecodeError::Netlink {
         nl_type: None,
         reason: e.to_string(),
@@ -391,45 +404,26 @@ fn decode_netlink(bytes: &[u8]) -> Result<FpmMsg, DecodeError> {
         RouteOp::Del
     };
     let attrs = payload.get(ROUTE_HEADER_LEN..).unwrap_or_default();
-    route_update(op, &header, |f| each_attribute(&header, attrs, f), err).map(FpmMsg::Route)
+    route_update(op, &header, |f| walk(&header, attrs, f), err).map(FpmMsg::Route)
 }
 
-/// [`decode_netlink`] as it was written before: the crate parses the whole
-/// message into a `RouteMessage` (a `Vec` of attributes) first. The tests'
-/// reference for [`each_attribute`].
+/// [`decode_netlink`] as it was before [`each_attribute`], the tests'
+/// reference for it: the crate parses the whole message into a
+/// `RouteMessage` (a `Vec` of attributes) first.
 #[cfg(test)]
 fn decode_netlink_collected(bytes: &[u8]) -> Result<FpmMsg, DecodeError> {
     use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
     use netlink_packet_route::RouteNetlinkMessage;
-    let nl = NetlinkBuffer::new_checked(bytes).map_err(|e| DecodeError::Netlink {
-        nl_type: None,
-        reason: e.to_string(),
-    })?;
-    let nl_type = nl.message_type();
-    let err = |e: netlink_packet_core::DecodeError| DecodeError::Netlink {
-        nl_type: Some(nl_type),
-        reason: e.to_string(),
-    };
-    if nl_type != RTM_NEWROUTE && nl_type != RTM_DELROUTE {
-        return Ok(FpmMsg::Ignored { nl_type });
-    }
-    let family = RouteHeader::parse(nl.payload())
-        .map_err(err)?
-        .address_family;
-    if family != AddressFamily::Inet && family != AddressFamily::Inet6 {
-        return Ok(FpmMsg::Ignored { nl_type });
-    }
-    let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(bytes).map_err(err)?;
-    let (op, m) = match msg.payload {
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewRoute(m)) => (RouteOp::Add, m),
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelRoute(m)) => (RouteOp::Del, m),
-        _ => return Ok(FpmMsg::Ignored { nl_type }),
-    };
-    let attrs = |f: Attributes<'_>| {
-        m.attributes.iter().cloned().for_each(f);
+    decode_route(bytes, |_, _, f| {
+        let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(bytes)?;
+        if let NetlinkPayload::InnerMessage(
+            RouteNetlinkMessage::NewRoute(m) | RouteNetlinkMessage::DelRoute(m),
+        ) = msg.payload
+        {
+            m.attributes.into_iter().for_each(f);
+        }
         Ok(())
-    };
-    route_update(op, &m.header, attrs, err).map(FpmMsg::Route)
+    })
 }
 
 /// The route header's size (`struct rtmsg`); its attributes follow.
