@@ -441,7 +441,7 @@ fn each_attribute(
     let param = |encap| (h.address_family, h.kind, encap);
     let mut encap = RouteLwEnCapType::None;
     for nla in NlasIterator::new(attrs).flatten() {
-        if nla.kind() == RTA_ENCAP_TYPE {
+        if nla.kind() == libc::RTA_ENCAP_TYPE {
             if let Ok(RouteAttribute::EncapType(t)) =
                 RouteAttribute::parse_with_param(&nla, param(encap))
             {
@@ -455,9 +455,6 @@ fn each_attribute(
     }
     Ok(())
 }
-
-/// `RTA_ENCAP_TYPE` (`linux/rtnetlink.h`).
-const RTA_ENCAP_TYPE: u16 = 21;
 
 fn ip_of(addr: &RouteAddress) -> Option<IpAddr> {
     match addr {
