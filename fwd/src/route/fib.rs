@@ -164,6 +164,16 @@ impl<const W: u32> Fib<W> {
     pub(crate) fn apply_prefix(&mut self, addr: u128, len: u8, v: u32, children: &[(u128, u8)]) {
         debug_assert_eq!(v & EXT, 0);
         let hi = addr | Self::host_mask(len);
+        if children.is_empty() && u32::from(len) <= 24 {
+            // Whole first-level entries and no holes (most routes of a
+            // table): straight to them, without the range arithmetic.
+            let (a, b) = (
+                (addr >> Self::SHIFT0) as usize,
+                (hi >> Self::SHIFT0) as usize,
+            );
+            self.full(Tab::T24, a, b, v);
+            return;
+        }
         let mut start = Some(addr);
         for &(ca, cl) in children {
             let Some(s) = start else { break };
@@ -267,6 +277,17 @@ impl<const W: u32> Fib<W> {
     /// Whole first-level pages are not written but pointed at a shared uniform page,
     /// so a short prefix (down to a default route) costs pointers, not 64 MiB.
     fn full(&mut self, t: Tab, a: usize, b: usize, v: u32) {
+        if a == b {
+            // One entry (a /24, or one entry of a group): no page scans.
+            let old = self.get(t, a);
+            if old != v {
+                self.set(t, a, v);
+                if old & EXT != 0 {
+                    self.free_group_rec((old & !EXT) as usize);
+                }
+            }
+            return;
+        }
         let mut nested = Vec::new();
         let mut i = a;
         while i <= b {
@@ -288,7 +309,9 @@ impl<const W: u32> Fib<W> {
             let arr = self.tab_mut(t);
             let cur = &arr.page(p)[s..=e];
             if !all_eq(cur, v) {
-                nested.extend(cur.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
+                if has_ext(cur) {
+                    nested.extend(cur.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
+                }
                 arr.page_mut(p)[s..=e].fill(v);
                 if v == 0 && t == Tab::T24 {
                     self.zeroed_page(p);
