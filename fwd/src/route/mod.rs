@@ -467,12 +467,25 @@ impl<const W: u32> Family<W> {
         old
     }
 
-    /// Removes `addr/len`; its addresses fall back to the covering route.
-    fn remove(&mut self, a: u128, l: u8, kids: &mut Vec<(u128, u8)>) -> Option<Entry> {
-        let old = self.rib.remove(a, l)?;
-        // With `addr/len` gone, the longest prefix covering it is the route
-        // its addresses fall back to.
-        let v = self.rib.area(a, l, kids).map_or(0, |e| encode(e.target));
+    /// Removes `addr/len` if it is present and `pred` accepts its entry;
+    /// its addresses fall back to the covering route.
+    fn remove_if(
+        &mut self,
+        a: u128,
+        l: u8,
+        kids: &mut Vec<(u128, u8)>,
+        pred: impl FnOnce(&Entry) -> bool,
+    ) -> Option<Entry> {
+        // One read-only walk finds the entry, the route its addresses fall
+        // back to and its holes (none of which its removal changes), so the
+        // removal walk is the only other one, and an absent or refused
+        // prefix copies nothing.
+        let (old, cover) = self.rib.area_of_present(a, l, kids)?;
+        if !pred(&old) {
+            return None;
+        }
+        self.rib.remove_present(a, l);
+        let v = cover.map_or(0, |e| encode(e.target));
         self.fib.apply_prefix(a, l, v, kids);
         Some(old)
     }
@@ -1148,19 +1161,34 @@ impl Txn {
     /// # Errors
     /// `RouteNotFound`.
     pub fn del(&mut self, vrf: Vrf, prefix: Prefix) -> Result<Target, RouteError> {
-        // Only an existing VRF: `vrf_mut` would create one. `remove` looks
-        // before it copies, so an absent prefix changes nothing.
+        self.del_if(vrf, prefix, |_| true)
+            .ok_or(RouteError::RouteNotFound { vrf, prefix })
+    }
+
+    /// Deletes a route if `pred` accepts its entry (e.g. only zebra's);
+    /// returns its target, or `None` when the prefix is absent or `pred`
+    /// refused it (nothing changed then). One lookup less than reading the
+    /// entry and then deleting it.
+    pub fn del_if(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        pred: impl FnOnce(&Entry) -> bool,
+    ) -> Option<Target> {
+        // Only an existing VRF: `vrf_mut` would create one.
         if !self.r.vrfs.contains_key(&vrf) {
-            return Err(RouteError::RouteNotFound { vrf, prefix });
+            return None;
         }
         let mut kids = std::mem::take(&mut self.scratch);
         let t = self.vrf_mut(vrf);
         let old = match prefix {
-            Prefix::V4(p) => Arc::make_mut(&mut t.v4).remove(p.addr() as u128, p.len(), &mut kids),
-            Prefix::V6(p) => Arc::make_mut(&mut t.v6).remove(p.addr(), p.len(), &mut kids),
+            Prefix::V4(p) => {
+                Arc::make_mut(&mut t.v4).remove_if(p.addr() as u128, p.len(), &mut kids, pred)
+            }
+            Prefix::V6(p) => Arc::make_mut(&mut t.v6).remove_if(p.addr(), p.len(), &mut kids, pred),
         };
         self.scratch = kids;
-        let old = old.ok_or(RouteError::RouteNotFound { vrf, prefix })?;
+        let old = old?;
         self.add_ref(old.target, -1);
         if old.origin.fpm {
             self.r.fpm_routes -= 1;
@@ -1168,7 +1196,7 @@ impl Txn {
         if let Some(r) = self.removed.as_mut() {
             r.push((vrf, prefix));
         }
-        Ok(old.target)
+        Some(old.target)
     }
 
     fn check_id(id: u32) -> Result<(), RouteError> {

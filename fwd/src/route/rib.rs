@@ -431,15 +431,24 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         (old, n, d, idx)
     }
 
-    /// Removes; returns the removed target. Empty nodes are pruned.
+    /// Removes; returns the removed target. Empty nodes are pruned. (The
+    /// tables find the prefix with [`Rib::area_of_present`] and then call
+    /// [`Rib::remove_present`].)
+    #[cfg(test)]
     pub(crate) fn remove(&mut self, addr: u128, len: u8) -> Option<V> {
         // Check first so that removing an absent prefix copies nothing.
         self.get(addr, len)?;
+        Some(self.remove_present(addr, len))
+    }
+
+    /// Removes `addr/len`, which the caller found present (it panics
+    /// otherwise); returns its target. Empty nodes are pruned.
+    pub(crate) fn remove_present(&mut self, addr: u128, len: u8) -> V {
         let (d, idx) = Self::locate(addr, len);
-        let (t, freed) = Self::rm(mm(&mut self.root), addr, d, idx, 0)?;
+        let (t, freed) = Self::rm(mm(&mut self.root), addr, d, idx, 0).expect("present");
         self.nodes -= freed;
         self.len -= 1;
-        Some(t)
+        t
     }
 
     fn rm(n: &mut Node<V>, addr: u128, d: u32, idx: usize, k: u32) -> Option<(V, usize)> {
@@ -517,18 +526,59 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// [`Rib::lpm`]`(addr, len)`'s value and [`Rib::maximal_children`] of
     /// `addr/len`, in one walk: what the FIB area of `addr/len` (its range
     /// minus its more specific prefixes) resolves to, and those holes.
+    /// (The tables use [`Rib::area_of_present`]; this is the tests' view of
+    /// the same walk.)
+    #[cfg(test)]
     pub(crate) fn area(&self, addr: u128, len: u8, out: &mut Vec<(u128, u8)>) -> Option<V> {
-        out.clear();
+        self.area_walk(addr, len, false, out).1
+    }
+
+    /// For a prefix that is present: its value, what its addresses fall
+    /// back to once it is gone (the longest strictly shorter covering
+    /// prefix) and its holes into `out`, in one read-only walk, so a
+    /// removal needs no second walk to find them afterwards. `None` (and
+    /// `out` left as it was) when `addr/len` is absent.
+    pub(crate) fn area_of_present(
+        &self,
+        addr: u128,
+        len: u8,
+        out: &mut Vec<(u128, u8)>,
+    ) -> Option<(V, Option<V>)> {
+        match self.area_walk(addr, len, true, out) {
+            (Some(v), cover) => Some((v, cover)),
+            (None, _) => None,
+        }
+    }
+
+    /// The walk of [`Rib::area`] and [`Rib::area_of_present`]: `addr/len`'s
+    /// own value, and the value of the longest covering prefix (`addr/len`
+    /// itself included unless `strict`). With `strict` the holes are
+    /// collected only when `addr/len` is present.
+    fn area_walk(
+        &self,
+        addr: u128,
+        len: u8,
+        strict: bool,
+        out: &mut Vec<(u128, u8)>,
+    ) -> (Option<V>, Option<V>) {
+        if !strict {
+            out.clear();
+        }
         let (d, idx) = Self::locate(addr, len);
         let mut n = &*self.root;
         let mut best = None;
         for k in 0..=d {
             // The prefixes of this node on the path to `addr/len`, longest
             // first: its tree indexes from the child's slot (or `idx` at the
-            // last node) up. Index 1 (local length 0) is `/0` at the root;
-            // below the root, `/8k` belongs to the parent.
+            // last node, or its parent when `strict`) up. Index 1 (local
+            // length 0) is `/0` at the root; below the root, `/8k` belongs
+            // to the parent.
             let mut i = if k == d {
-                idx
+                if strict {
+                    idx >> 1
+                } else {
+                    idx
+                }
             } else {
                 256 | Self::byte(addr, k)
             };
@@ -545,11 +595,18 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
             }
             match n.kid(Self::byte(addr, k)) {
                 Some(c) => n = c,
-                None => return best,
+                None => return (None, best),
             }
         }
+        let own = n.pfx_get(idx);
+        if strict {
+            if own.is_none() {
+                return (None, best);
+            }
+            out.clear();
+        }
         Self::below(n, idx, Self::base(addr, d), d, out);
-        best
+        (own, best)
     }
 
     fn below(n: &Node<V>, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
@@ -750,6 +807,23 @@ mod tests {
             r.maximal_children(a, l, &mut want);
             assert_eq!(v, r.lpm(a, l).map(|x| x.2), "{a:#x}/{l}");
             assert_eq!(got, want, "{a:#x}/{l}");
+            // Before a removal: the prefix's own value, the strictly
+            // shorter covering prefix's, the same holes; nothing (and `out`
+            // untouched) for an absent prefix.
+            got.clear();
+            got.push((1, 1));
+            match r.area_of_present(a, l, &mut got) {
+                Some((own, cover)) => {
+                    assert_eq!(Some(own), r.get(a, l), "{a:#x}/{l}");
+                    let shorter = l.checked_sub(1).and_then(|s| r.lpm(a, s)).map(|x| x.2);
+                    assert_eq!(cover, shorter, "{a:#x}/{l}");
+                    assert_eq!(got, want, "{a:#x}/{l}");
+                }
+                None => {
+                    assert_eq!(r.get(a, l), None, "{a:#x}/{l}");
+                    assert_eq!(got, [(1, 1)], "{a:#x}/{l}");
+                }
+            }
         }
     }
 

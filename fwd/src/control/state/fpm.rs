@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{err, net_of, route_error, Edit};
 use crate::acl;
-use crate::fpm::rib::{FpmRib, FpmTarget};
+use crate::fpm::rib::{route_order, FpmRib, FpmTarget};
 use crate::route::{Origin, Prefix, Target, Vrf};
 use crate::tables::Tables;
 use ctl::wire::{ErrorBody, ErrorKind};
@@ -146,7 +146,10 @@ pub fn apply_fpm(
     let mut e = Edit::new(base, acl_w, None);
     let mut done = FpmApplied::default();
     let mut changed = false;
-    ops.sort_by_key(FpmOp::key);
+    ops.sort_by_key(|op| {
+        let (vrf, prefix) = op.key();
+        route_order(vrf, prefix)
+    });
     for op in ops {
         match op {
             FpmOp::Set {
@@ -184,15 +187,10 @@ pub fn apply_fpm(
             FpmOp::Del { vrf, prefix } => {
                 done.deleted += 1;
                 rib.del(vrf, prefix);
-                if e.routing
-                    .current()
-                    .entry(vrf, prefix)
-                    .is_some_and(|i| i.origin.fpm)
-                {
-                    if let Ok(old) = e.routing.del(vrf, prefix) {
-                        e.retire(Some(old));
-                        changed = true;
-                    }
+                // Only zebra's route leaves: another origin's stays.
+                if let Some(old) = e.routing.del_if(vrf, prefix, |i| i.origin.fpm) {
+                    e.retire(Some(old));
+                    changed = true;
                 }
             }
         }
