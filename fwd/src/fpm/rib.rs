@@ -105,10 +105,10 @@ impl Key {
     }
 
     /// The key's order as two integers: (table, family, high half of the
-    /// address) and (low half, length). Comparing them is four integer
-    /// compares; comparing the fields as a tuple (with the address as an
-    /// array, compared as a slice) cost ~25 instructions a step, and a
-    /// lookup in a million routes takes ~20 steps (`bench-results/fpm.md`).
+    /// address) and (low half, length); the batch sort's key
+    /// ([`route_order`]). `cmp` compares the fields one by one instead:
+    /// building these for both sides of every step of a map search cost
+    /// more instructions than it saved (`bench-results/fpm.md`).
     #[inline]
     fn order(&self) -> (u128, u128) {
         (

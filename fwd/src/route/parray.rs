@@ -42,7 +42,7 @@ impl<T, const N: usize, const M: usize> Drop for Mid<T, N, M> {
 /// dropping a node with many cold children is otherwise one serial cache miss
 /// per child.
 #[inline]
-pub(crate) fn touch<A>(arcs: &[Arc<A>]) {
+pub(crate) fn touch<'a, A: 'a>(arcs: impl IntoIterator<Item = &'a Arc<A>>) {
     let mut s = 0usize;
     for a in arcs {
         s = s.wrapping_add(Arc::count(a));

@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use std::mem::size_of;
 use triomphe::Arc;
 
-use super::parray::ARC_HEADER;
+use super::parray::{touch, ARC_HEADER};
 
 /// Child slots per [`Chunk`].
 const CHUNK: usize = 16;
@@ -78,24 +78,14 @@ impl<V> Drop for Node<V> {
     fn drop(&mut self) {
         // See `parray::touch`: overlap the cache misses of the children's
         // reference counts before their serialising decrements.
-        touch_some(&self.chunks);
+        touch(self.chunks.iter().flatten());
     }
 }
 
 impl<V> Drop for Chunk<V> {
     fn drop(&mut self) {
-        touch_some(&self.kids);
+        touch(self.kids.iter().flatten());
     }
-}
-
-/// [`touch`] for the present slots of a fixed array.
-#[inline]
-fn touch_some<A>(slots: &[Option<Arc<A>>]) {
-    let mut s = 0usize;
-    for a in slots.iter().flatten() {
-        s = s.wrapping_add(Arc::count(a));
-    }
-    std::hint::black_box(s);
 }
 
 /// `Arc::make_mut` for nodes, with the chunks' counts loaded first (cloning
@@ -103,7 +93,7 @@ fn touch_some<A>(slots: &[Option<Arc<A>>]) {
 #[inline]
 fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
     if Arc::count(a) != 1 {
-        touch_some(&a.chunks);
+        touch(a.chunks.iter().flatten());
     }
     Arc::make_mut(a)
 }
@@ -112,7 +102,7 @@ fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
 #[inline]
 fn mm_chunk<V: Clone>(a: &mut Arc<Chunk<V>>) -> &mut Chunk<V> {
     if Arc::count(a) != 1 {
-        touch_some(&a.kids);
+        touch(a.kids.iter().flatten());
     }
     Arc::make_mut(a)
 }
