@@ -497,7 +497,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
 
     /// The maximal strict sub-prefixes of `addr/len` (those not inside another
     /// strict sub-prefix), in address order, into `out` (cleared first).
-    /// (The tables get them from [`Rib::insert_children`] and [`Rib::area`];
+    /// (The tables get them from [`Rib::insert_children`] and [`Rib::area_of_present`];
     /// this is their tests' reference.)
     #[cfg(test)]
     pub(crate) fn maximal_children(&self, addr: u128, len: u8, out: &mut Vec<(u128, u8)>) {
@@ -513,19 +513,10 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         Self::below(n, idx, Self::base(addr, d), d, out);
     }
 
-    /// [`Rib::lpm`]`(addr, len)`'s value and [`Rib::maximal_children`] of
-    /// `addr/len`, in one walk: what the FIB area of `addr/len` (its range
-    /// minus its more specific prefixes) resolves to, and those holes.
-    /// (The tables use [`Rib::area_of_present`]; this is the tests' view of
-    /// the same walk.)
-    #[cfg(test)]
-    pub(crate) fn area(&self, addr: u128, len: u8, out: &mut Vec<(u128, u8)>) -> Option<V> {
-        self.area_walk(addr, len, false, out).1
-    }
-
     /// For a prefix that is present: its value, what its addresses fall
     /// back to once it is gone (the longest strictly shorter covering
-    /// prefix) and its holes into `out`, in one read-only walk, so a
+    /// prefix, its [`Rib::lpm`] at `len - 1`) and its holes (its
+    /// [`Rib::maximal_children`]) into `out`, in one read-only walk, so a
     /// removal needs no second walk to find them afterwards. `None` (and
     /// `out` left as it was) when `addr/len` is absent.
     pub(crate) fn area_of_present(
@@ -534,48 +525,24 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         len: u8,
         out: &mut Vec<(u128, u8)>,
     ) -> Option<(V, Option<V>)> {
-        match self.area_walk(addr, len, true, out) {
-            (Some(v), cover) => Some((v, cover)),
-            (None, _) => None,
-        }
-    }
-
-    /// The walk of [`Rib::area`] and [`Rib::area_of_present`]: `addr/len`'s
-    /// own value, and the value of the longest covering prefix (`addr/len`
-    /// itself included unless `strict`). With `strict` the holes are
-    /// collected only when `addr/len` is present.
-    fn area_walk(
-        &self,
-        addr: u128,
-        len: u8,
-        strict: bool,
-        out: &mut Vec<(u128, u8)>,
-    ) -> (Option<V>, Option<V>) {
-        if !strict {
-            out.clear();
-        }
         let (d, idx) = Self::locate(addr, len);
         let mut n = &*self.root;
-        let mut best = None;
+        let mut cover = None;
         for k in 0..=d {
             // The prefixes of this node on the path to `addr/len`, longest
-            // first: its tree indexes from the child's slot (or `idx` at the
-            // last node, or its parent when `strict`) up. Index 1 (local
-            // length 0) is `/0` at the root; below the root, `/8k` belongs
-            // to the parent.
+            // first: its tree indexes from the child's slot (or, at the last
+            // node, from the parent of `idx`) up. Index 1 (local length 0)
+            // is `/0` at the root; below the root, `/8k` belongs to the
+            // parent.
             let mut i = if k == d {
-                if strict {
-                    idx >> 1
-                } else {
-                    idx
-                }
+                idx >> 1
             } else {
                 256 | Self::byte(addr, k)
             };
             let stop = usize::from(k > 0);
             while i > stop {
                 if let Some(v) = n.pfx_get(i) {
-                    best = Some(v);
+                    cover = Some(v);
                     break;
                 }
                 i >>= 1;
@@ -583,20 +550,12 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
             if k == d {
                 break;
             }
-            match n.kid(Self::byte(addr, k)) {
-                Some(c) => n = c,
-                None => return (None, best),
-            }
+            n = n.kid(Self::byte(addr, k))?;
         }
-        let own = n.pfx_get(idx);
-        if strict {
-            if own.is_none() {
-                return (None, best);
-            }
-            out.clear();
-        }
+        let own = n.pfx_get(idx)?;
+        out.clear();
         Self::below(n, idx, Self::base(addr, d), d, out);
-        (own, best)
+        Some((own, cover))
     }
 
     fn below(n: &Node<V>, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
@@ -770,9 +729,9 @@ mod tests {
         assert_eq!(kids, vec![(u128::MAX - 1, 127)]);
     }
 
-    /// `area` answers what `lpm` and `maximal_children` answer, for prefixes
-    /// present and absent, and `insert_children` what `maximal_children`
-    /// answers after the insert, in both widths (nested prefixes crowded
+    /// `area_of_present` answers what `get`, `lpm` and `maximal_children`
+    /// answer, for prefixes present and absent, and `insert_children` what
+    /// `maximal_children` answers after the insert, in both widths (nested prefixes crowded
     /// into a small space so that every node depth and both ends are
     /// exercised).
     fn area_matches<const W: u32>(prefixes: &[(u128, u8)], queries: &[(u128, u8)]) {
@@ -793,12 +752,9 @@ mod tests {
         }
         for &(a, l) in queries {
             let a = mask(a, l);
-            let v = r.area(a, l, &mut got);
             r.maximal_children(a, l, &mut want);
-            assert_eq!(v, r.lpm(a, l).map(|x| x.2), "{a:#x}/{l}");
-            assert_eq!(got, want, "{a:#x}/{l}");
             // Before a removal: the prefix's own value, the strictly
-            // shorter covering prefix's, the same holes; nothing (and `out`
+            // shorter covering prefix's, its holes; nothing (and `out`
             // untouched) for an absent prefix.
             got.clear();
             got.push((1, 1));
