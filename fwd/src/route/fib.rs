@@ -126,6 +126,7 @@ impl<const W: u32> Fib<W> {
         *self.tab(t).get(i)
     }
 
+    #[inline]
     fn set(&mut self, t: Tab, i: usize, v: u32) {
         let arr = self.tab_mut(t);
         if *arr.get(i) == v {
@@ -276,6 +277,7 @@ impl<const W: u32> Fib<W> {
     /// Entries `t[a..=b]` are entirely covered: write `v`, freeing any groups below.
     /// Whole first-level pages are not written but pointed at a shared uniform page,
     /// so a short prefix (down to a default route) costs pointers, not 64 MiB.
+    #[inline(always)]
     fn full(&mut self, t: Tab, a: usize, b: usize, v: u32) {
         if a == b {
             // One entry (a /24, or one entry of a group): no page scans.
@@ -288,6 +290,11 @@ impl<const W: u32> Fib<W> {
             }
             return;
         }
+        self.full_range(t, a, b, v);
+    }
+
+    /// [`Fib::full`] of more than one entry.
+    fn full_range(&mut self, t: Tab, a: usize, b: usize, v: u32) {
         let mut nested = Vec::new();
         let mut i = a;
         while i <= b {

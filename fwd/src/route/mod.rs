@@ -13,7 +13,7 @@
 //!   atomically with the new version, since readers only ever see published ones.
 //! * Versions are persistent: the new one shares every page and trie node the
 //!   batch did not touch with the old one. Memory touched by a batch is copied once
-//!   per batch (`Arc::make_mut`: the first write copies, later writes of the same
+//!   per batch (`parray::make_mut`: the first write copies, later writes of the same
 //!   batch go in place), never the whole table. Dropping an old version frees only
 //!   what no newer version shares; the caller (the QSBR publisher) decides when.
 //! * The writer must own the version it extends privately: `apply` clones `self`
@@ -76,6 +76,7 @@ use triomphe::Arc;
 use fib::{BurstFib, Fib};
 use nexthop::IdTable;
 pub use nexthop::{Group, NextHop, HIGH_IDS, MAX_GROUP_MEMBERS, MAX_ID};
+use parray::make_mut;
 pub use prefix::{mask4, mask6, Prefix, Prefix4, Prefix6, PrefixError};
 use rib::Rib;
 
@@ -966,10 +967,10 @@ impl Txn {
         self.touched.sort_unstable();
         self.touched.dedup();
         if !self.touched.is_empty() {
-            let map = Arc::make_mut(&mut self.r.vrfs);
+            let map = make_mut(&mut self.r.vrfs);
             for vrf in &self.touched {
                 if let Some(t) = map.get_mut(vrf) {
-                    let t = Arc::make_mut(t);
+                    let t = make_mut(t);
                     // Only a family this batch wrote is unshared; the others
                     // have nothing to trim.
                     if let Some(f) = Arc::get_mut(&mut t.v4) {
@@ -1030,20 +1031,22 @@ impl Txn {
         }
     }
 
+    #[inline(always)]
     fn add_ref(&mut self, t: Target, delta: i32) {
         match t {
-            Target::NextHop(id) => Arc::make_mut(&mut self.r.nhs).add_ref(id, delta),
-            Target::Group(id) => Arc::make_mut(&mut self.r.groups).add_ref(id, delta),
+            Target::NextHop(id) => make_mut(&mut self.r.nhs).add_ref(id, delta),
+            Target::Group(id) => make_mut(&mut self.r.groups).add_ref(id, delta),
             _ => {}
         }
     }
 
+    #[inline(always)]
     fn vrf_mut(&mut self, vrf: Vrf) -> &mut VrfTables {
         if self.touched.last() != Some(&vrf) {
             self.touched.push(vrf);
         }
-        let map = Arc::make_mut(&mut self.r.vrfs);
-        Arc::make_mut(map.entry(vrf).or_default())
+        let map = make_mut(&mut self.r.vrfs);
+        make_mut(map.entry(vrf).or_default())
     }
 
     /// Writes `prefix -> entry` into RIB and FIB (no validation, no refcounts).
@@ -1053,9 +1056,9 @@ impl Txn {
         let t = self.vrf_mut(vrf);
         let old = match prefix {
             Prefix::V4(p) => {
-                Arc::make_mut(&mut t.v4).set(p.addr() as u128, p.len(), entry, v, &mut kids)
+                make_mut(&mut t.v4).set(p.addr() as u128, p.len(), entry, v, &mut kids)
             }
-            Prefix::V6(p) => Arc::make_mut(&mut t.v6).set(p.addr(), p.len(), entry, v, &mut kids),
+            Prefix::V6(p) => make_mut(&mut t.v6).set(p.addr(), p.len(), entry, v, &mut kids),
         };
         self.scratch = kids;
         if old.is_some_and(|o| o.origin.fpm) {
@@ -1183,9 +1186,9 @@ impl Txn {
         let t = self.vrf_mut(vrf);
         let old = match prefix {
             Prefix::V4(p) => {
-                Arc::make_mut(&mut t.v4).remove_if(p.addr() as u128, p.len(), &mut kids, pred)
+                make_mut(&mut t.v4).remove_if(p.addr() as u128, p.len(), &mut kids, pred)
             }
-            Prefix::V6(p) => Arc::make_mut(&mut t.v6).remove_if(p.addr(), p.len(), &mut kids, pred),
+            Prefix::V6(p) => make_mut(&mut t.v6).remove_if(p.addr(), p.len(), &mut kids, pred),
         };
         self.scratch = kids;
         let old = old?;
@@ -1216,7 +1219,7 @@ impl Txn {
         if self.r.nhs.get(id).is_some() {
             return Err(RouteError::NextHopExists(id));
         }
-        Arc::make_mut(&mut self.r.nhs).put(id, nh);
+        make_mut(&mut self.r.nhs).put(id, nh);
         Ok(())
     }
 
@@ -1227,7 +1230,7 @@ impl Txn {
     pub fn nh_update(&mut self, id: NhId, nh: NextHop) -> Result<NextHop, RouteError> {
         let old = *self.r.nhs.get(id).ok_or(RouteError::UnknownNextHop(id))?;
         if old != nh {
-            Arc::make_mut(&mut self.r.nhs).put(id, nh);
+            make_mut(&mut self.r.nhs).put(id, nh);
         }
         Ok(old)
     }
@@ -1242,7 +1245,7 @@ impl Txn {
         if refs != 0 {
             return Err(RouteError::NextHopInUse { id, refs });
         }
-        Arc::make_mut(&mut self.r.nhs)
+        make_mut(&mut self.r.nhs)
             .remove(id)
             .ok_or(RouteError::UnknownNextHop(id))
     }
@@ -1289,7 +1292,7 @@ impl Txn {
             .collect();
         for (id, members) in affected {
             if let Ok(g) = self.build_group(id, &members) {
-                Arc::make_mut(&mut self.r.groups).put(id, Arc::new(g));
+                make_mut(&mut self.r.groups).put(id, Arc::new(g));
             }
         }
     }
@@ -1305,11 +1308,11 @@ impl Txn {
             return Err(RouteError::GroupExists(id));
         }
         let g = self.build_group(id, members)?;
-        let nhs = Arc::make_mut(&mut self.r.nhs);
+        let nhs = make_mut(&mut self.r.nhs);
         for &(nh, _) in members {
             nhs.add_ref(nh, 1);
         }
-        Arc::make_mut(&mut self.r.groups).put(id, Arc::new(g));
+        make_mut(&mut self.r.groups).put(id, Arc::new(g));
         Ok(())
     }
 
@@ -1325,14 +1328,14 @@ impl Txn {
             .cloned()
             .ok_or(RouteError::UnknownGroup(id))?;
         let g = self.build_group(id, members)?;
-        let nhs = Arc::make_mut(&mut self.r.nhs);
+        let nhs = make_mut(&mut self.r.nhs);
         for &(nh, _) in members {
             nhs.add_ref(nh, 1);
         }
         for &(nh, _) in old.members() {
             nhs.add_ref(nh, -1);
         }
-        Arc::make_mut(&mut self.r.groups).put(id, Arc::new(g));
+        make_mut(&mut self.r.groups).put(id, Arc::new(g));
         Ok(())
     }
 
@@ -1351,8 +1354,8 @@ impl Txn {
         if refs != 0 {
             return Err(RouteError::GroupInUse { id, refs });
         }
-        Arc::make_mut(&mut self.r.groups).remove(id);
-        let nhs = Arc::make_mut(&mut self.r.nhs);
+        make_mut(&mut self.r.groups).remove(id);
+        let nhs = make_mut(&mut self.r.nhs);
         for &(nh, _) in g.members() {
             nhs.add_ref(nh, -1);
         }
@@ -1381,7 +1384,7 @@ impl Txn {
         if routes != 0 {
             return Err(RouteError::VrfNotEmpty { vrf, routes });
         }
-        Arc::make_mut(&mut self.r.vrfs).remove(&vrf);
+        make_mut(&mut self.r.vrfs).remove(&vrf);
         self.touched.retain(|&v| v != vrf);
         Ok(())
     }

@@ -304,11 +304,12 @@ impl<T: Clone + PartialEq> IdTable<T> {
         old
     }
 
+    #[inline(always)]
     pub(crate) fn add_ref(&mut self, id: u32, delta: i32) {
         let (h, i) = self.half_mut(id);
-        let r = h.refs.get(i).wrapping_add_signed(delta);
-        h.refs.set(i, r);
-        if r == 0 {
+        let c = h.refs.get_mut(i);
+        *c = c.wrapping_add_signed(delta);
+        if *c == 0 {
             h.refs.canonicalize(i / 1024);
         }
     }

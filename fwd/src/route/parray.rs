@@ -36,6 +36,35 @@ impl<T, const N: usize, const M: usize> Drop for Mid<T, N, M> {
     }
 }
 
+/// `Arc::make_mut`, inline when `a` is already private (one load: a
+/// write to what this batch already copied); the copy itself is out of
+/// line. (`triomphe`'s own `make_mut` carries the copy inline and is
+/// called, not inlined, on every write.)
+#[inline(always)]
+pub(crate) fn make_mut<T: Clone>(a: &mut Arc<T>) -> &mut T {
+    make_mut_with(a, |_| ())
+}
+
+/// [`make_mut`], calling `prefetch` on a shared value before copying it
+/// (to load the counts that the copy increments, see [`touch`]).
+#[inline(always)]
+pub(crate) fn make_mut_with<T: Clone>(a: &mut Arc<T>, prefetch: impl FnOnce(&T)) -> &mut T {
+    if !a.is_unique() {
+        unshare(a, prefetch);
+    }
+    match Arc::get_mut(a) {
+        Some(v) => v,
+        None => unreachable!("an Arc made unique is unique"),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unshare<T: Clone>(a: &mut Arc<T>, prefetch: impl FnOnce(&T)) {
+    prefetch(a);
+    *a = Arc::new(T::clone(a));
+}
+
 /// Loads the reference counts of `arcs` so that the atomic increments or
 /// decrements that follow hit the cache. A locked read-modify-write does not
 /// overlap with other memory accesses the way plain loads do, so cloning or
@@ -126,14 +155,16 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
     }
 
     /// Page `p`, unshared (copied if any other version still holds it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn page_mut(&mut self, p: usize) -> &mut [T; N] {
-        let m = &mut self.top[p >> Self::MB];
-        if Arc::count(m) != 1 {
-            touch(&m.pages);
-        }
-        let mid = Arc::make_mut(m);
-        Arc::make_mut(&mut mid.pages[p & (M - 1)])
+        let mid = make_mut_with(&mut self.top[p >> Self::MB], |m| touch(&m.pages));
+        make_mut(&mut mid.pages[p & (M - 1)])
+    }
+
+    /// Element `i`, writable (its page and mid made private).
+    #[inline(always)]
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut T {
+        &mut self.page_mut(i >> Self::PB)[i & (N - 1)]
     }
 
     /// The `Arc` of page `p` (for identity checks).
@@ -168,7 +199,7 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
     /// Sets value `i` (copy-on-write of its page).
     #[inline]
     pub(crate) fn set(&mut self, i: usize, v: T) {
-        self.page_mut(i >> Self::PB)[i & (N - 1)] = v;
+        *self.get_mut(i) = v;
     }
 
     /// Grows (with `fill`) until `capacity() >= len`.

@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use std::mem::size_of;
 use triomphe::Arc;
 
-use super::parray::{touch, ARC_HEADER};
+use super::parray::{make_mut_with, touch, ARC_HEADER};
 
 /// Child slots per [`Chunk`].
 const CHUNK: usize = 16;
@@ -90,21 +90,15 @@ impl<V> Drop for Chunk<V> {
 
 /// `Arc::make_mut` for nodes, with the chunks' counts loaded first (cloning
 /// a node increments every chunk's count).
-#[inline]
+#[inline(always)]
 fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
-    if Arc::count(a) != 1 {
-        touch(a.chunks.iter().flatten());
-    }
-    Arc::make_mut(a)
+    make_mut_with(a, |n| touch(n.chunks.iter().flatten()))
 }
 
 /// `Arc::make_mut` for chunks (see [`mm`]).
-#[inline]
+#[inline(always)]
 fn mm_chunk<V: Clone>(a: &mut Arc<Chunk<V>>) -> &mut Chunk<V> {
-    if Arc::count(a) != 1 {
-        touch(a.kids.iter().flatten());
-    }
-    Arc::make_mut(a)
+    make_mut_with(a, |c| touch(c.kids.iter().flatten()))
 }
 
 #[inline]
@@ -222,6 +216,7 @@ impl<V: Copy + PartialEq> Node<V> {
     }
 
     /// Child `b` (created empty if absent), unshared. Returns whether it was created.
+    #[inline(always)]
     fn kid_mut_or_new(&mut self, b: usize) -> (&mut Node<V>, bool) {
         let created = !test(&self.cbits, b);
         if created {
@@ -341,14 +336,25 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         let len = len as u32;
         let d = (len - 1) / 8;
         let l = len - 8 * d;
-        let bits = (addr >> (W - len)) & ((1u128 << l) - 1);
-        (d, (1usize << l) | bits as usize)
+        let bits = Self::shr(addr, W - len) as usize & ((1 << l) - 1);
+        (d, (1usize << l) | bits)
+    }
+
+    /// `addr >> s` for `s < W`; in 64-bit arithmetic where `W` allows (a
+    /// `u128` shift by a variable amount is several instructions).
+    #[inline(always)]
+    fn shr(addr: u128, s: u32) -> u128 {
+        if W <= 64 {
+            u128::from(addr as u64 >> s)
+        } else {
+            addr >> s
+        }
     }
 
     /// The address byte that selects the child of a node at depth `d`.
     #[inline]
     fn byte(addr: u128, d: u32) -> usize {
-        ((addr >> (W - 8 * d - 8)) & 0xff) as usize
+        Self::shr(addr, W - 8 * d - 8) as usize & 0xff
     }
 
     /// The `8 d` leading bits of `addr` (the base address of a depth-`d` node).
@@ -356,6 +362,8 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     fn base(addr: u128, d: u32) -> u128 {
         if d == 0 {
             0
+        } else if W <= 64 {
+            u128::from(addr as u64 & !((1u64 << (W - 8 * d)) - 1))
         } else {
             addr & !((1u128 << (W - 8 * d)) - 1)
         }
