@@ -5,7 +5,7 @@
 //! weak count, so `Arc::make_mut` checks uniqueness with a plain load where
 //! `std`'s does a locked compare-exchange, a full barrier at every level of
 //! every write of a batch (see `bench-results/route.md`).
-//! A write goes through `Arc::make_mut` on the mid and the page, so it copies the
+//! A write goes through [`make_mut`] on the mid and the page, so it copies the
 //! 1 KiB mid and the page the first time a version touches them and writes in place
 //! afterwards (within one batch the working copy is the only owner). Untouched pages
 //! stay shared with every older version. A read is three dependent loads (`top` and
@@ -177,7 +177,7 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
     /// mid back into the canonical one if that made it all canonical.
     pub(crate) fn replace_page(&mut self, p: usize, page: Arc<[T; N]>) {
         let (m, slot) = (p >> Self::MB, p & (M - 1));
-        let mid = Arc::make_mut(&mut self.top[m]);
+        let mid = make_mut(&mut self.top[m]);
         mid.pages[slot] = page;
         if mid.pages.iter().all(|pg| Arc::ptr_eq(pg, &self.zero_page)) {
             self.top[m] = self.zero_mid.clone();
@@ -252,7 +252,7 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
 
     fn make_canonical(&mut self, p: usize) {
         let (m, slot) = (p >> Self::MB, p & (M - 1));
-        let mid = Arc::make_mut(&mut self.top[m]);
+        let mid = make_mut(&mut self.top[m]);
         mid.pages[slot] = self.zero_page.clone();
         if mid.pages.iter().all(|pg| Arc::ptr_eq(pg, &self.zero_page)) {
             self.top[m] = self.zero_mid.clone();
@@ -304,6 +304,25 @@ mod tests {
     use super::*;
 
     type A = PArray<u32, 16, 4>;
+
+    #[test]
+    fn make_mut_copies_only_what_is_shared() {
+        let mut a = Arc::new(vec![1, 2]);
+        let p = Arc::as_ptr(&a);
+        let mut seen = 0;
+        make_mut_with(&mut a, |_| seen += 1).push(3);
+        // Private: written in place, nothing prefetched.
+        assert_eq!((Arc::as_ptr(&a), seen), (p, 0));
+        let old = a.clone();
+        make_mut_with(&mut a, |v: &Vec<i32>| seen += v.len()).push(4);
+        // Shared: prefetched once, copied, and the other holder unchanged.
+        assert_ne!(Arc::as_ptr(&a), Arc::as_ptr(&old));
+        assert_eq!(
+            (&a[..], &old[..], seen),
+            (&[1, 2, 3, 4][..], &[1, 2, 3][..], 3)
+        );
+        assert!(a.is_unique() && old.is_unique());
+    }
 
     #[test]
     fn cow_shares_untouched_pages() {
