@@ -29,7 +29,7 @@
 //!   IPv6 (same code, 14 levels at most). Entries are 4 bytes and hold the encoded
 //!   [`Target`] (a next-hop or group id, or blackhole/reject/local), so the FIB is
 //!   independent of next-hop contents. The 2^24-entry first level (64 MiB when
-//!   fully populated) is split into 4 KiB `Arc` pages under a two-level directory,
+//!   fully populated) is split into 4 KiB `Arc` pages under a three-level directory,
 //!   which is what makes copy-on-write per batch affordable. Updates write a
 //!   prefix's range minus its more specific RIB prefixes (the rte_fib method), so
 //!   entries carry no depth and no route ever rewrites the whole table. A range

@@ -163,7 +163,7 @@ pub const HIGH_IDS: u32 = 1 << 23;
 ///
 /// Ids below [`HIGH_IDS`] and from it up are two separate paged arrays, each
 /// indexed from its own first id. Tables in use hold a few ids at the bottom
-/// of each range, so each array is one mid long. With one array from id 0,
+/// of each range, so each array is one dir long. With one array from id 0,
 /// the control plane's ids (from 2^23) made it 512 mids of items and 128 of
 /// reference counts, and every route change, which writes a count, copied
 /// those 640 pointers (and counted a reference to each) into its version:
@@ -178,11 +178,14 @@ pub(crate) struct IdTable<T: Clone + PartialEq> {
 /// Items per page of [`Half::items`].
 const ITEMS_PAGE: usize = 256;
 
+/// Reference counts of one range of ids.
+type Refs = PArray<u32, 1024, 16, 16>;
+
 /// The ids of one range, from its first id (index 0) up.
 #[derive(Clone)]
 struct Half<T: Clone + PartialEq> {
-    items: PArray<Option<T>, ITEMS_PAGE, 64>,
-    refs: PArray<u32, 1024, 64>,
+    items: PArray<Option<T>, ITEMS_PAGE, 16, 16>,
+    refs: Refs,
 }
 
 impl<T: Clone + PartialEq> Half<T> {
@@ -193,16 +196,16 @@ impl<T: Clone + PartialEq> Half<T> {
         }
     }
 
-    /// Trims trailing empty mids so that deleting everything returns to baseline.
+    /// Trims trailing empty dirs so that deleting everything returns to baseline.
     fn trim(&mut self) {
-        while self.items.mids() > 0 && self.items.mid_is_zero(self.items.mids() - 1) {
-            self.items.pop_mid();
+        while self.items.dirs() > 0 && self.items.dir_is_zero(self.items.dirs() - 1) {
+            self.items.pop_dir();
         }
-        while self.refs.mids() > 0
-            && self.refs.mid_is_zero(self.refs.mids() - 1)
-            && self.refs.capacity() - PArray::<u32, 1024, 64>::PER_MID >= self.items.capacity()
+        while self.refs.dirs() > 0
+            && self.refs.dir_is_zero(self.refs.dirs() - 1)
+            && self.refs.capacity() - Refs::PER_DIR >= self.items.capacity()
         {
-            self.refs.pop_mid();
+            self.refs.pop_dir();
         }
     }
 
@@ -350,8 +353,8 @@ mod tests {
 
     /// Ids on both sides of `HIGH_IDS` and at both ends: stored, counted,
     /// listed in id order and removed; an id just above `HIGH_IDS` costs
-    /// what an id just above 0 does (its half is one mid long, not 2^23 ids
-    /// of mids), and a table emptied again costs what a new one does.
+    /// what an id just above 0 does (its half is one dir long, not 2^23 ids
+    /// of dirs), and a table emptied again costs what a new one does.
     #[test]
     fn id_table_halves() {
         let new_mem = IdTable::<u32>::new().mem(&mut HashSet::new());

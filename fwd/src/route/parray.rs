@@ -1,15 +1,24 @@
 //! A persistent paged array: the storage under the FIB tables and the next-hop table.
 //!
-//! `top -> mid (M page pointers) -> page (N values)`, every level behind an `Arc`.
+//! `top -> dir (D mid pointers) -> mid (M page pointers) -> page (N values)`,
+//! every level behind an `Arc`.
 //! The `Arc` is `triomphe`'s, as everywhere in the routing tables: it has no
 //! weak count, so `Arc::make_mut` checks uniqueness with a plain load where
 //! `std`'s does a locked compare-exchange, a full barrier at every level of
 //! every write of a batch (see `bench-results/route.md`).
-//! A write goes through [`make_mut`] on the mid and the page, so it copies the
-//! 1 KiB mid and the page the first time a version touches them and writes in place
-//! afterwards (within one batch the working copy is the only owner). Untouched pages
-//! stay shared with every older version. A read is three dependent loads (`top` and
-//! the mids are small and cache-hot; the page is the one cache miss).
+//! A write goes through [`make_mut`] on the dir, the mid and the page, so it
+//! copies them the first time a version touches them and writes in place
+//! afterwards (within one batch the working copy is the only owner). Untouched
+//! pages stay shared with every older version. A read is four dependent loads
+//! (`top`, the dirs and the mids are small and cache-hot; the page is the one
+//! cache miss).
+//!
+//! Copying a node counts one more reference to each of its children (a locked
+//! increment, and a decrement when the old version goes), so a version's cost
+//! is the sum of the fan-outs on its path, while a lookup's is the depth. With
+//! two levels above the pages the FIB's first level (16,384 pages) needed 128
+//! mids of 128: 256 counted references per one-change version, half of its
+//! time. Three levels of 16, 32 and 32 count 80 (`bench-results/route.md`).
 //!
 //! Pages whose values are all `fill` are replaced by one shared canonical page
 //! ([`PArray::canonicalize`]) so an empty table costs a few KiB and a table whose
@@ -33,6 +42,19 @@ impl<T, const N: usize, const M: usize> Drop for Mid<T, N, M> {
         // each a full memory round trip; load the counts first (plain loads,
         // overlapped) so that the decrements hit the cache.
         touch(&self.pages);
+    }
+}
+
+/// `D` mids: the level between the top and the mids (see the module doc).
+#[derive(Clone)]
+pub(crate) struct Dir<T, const N: usize, const M: usize, const D: usize> {
+    mids: [Arc<Mid<T, N, M>>; D],
+}
+
+impl<T, const N: usize, const M: usize, const D: usize> Drop for Dir<T, N, M, D> {
+    fn drop(&mut self) {
+        // As for a mid's pages.
+        touch(&self.mids);
     }
 }
 
@@ -79,19 +101,22 @@ pub(crate) fn touch<'a, A: 'a>(arcs: impl IntoIterator<Item = &'a Arc<A>>) {
     std::hint::black_box(s);
 }
 
-/// See the module doc. `N` (values per page) and `M` (pages per mid) are powers of two.
-pub(crate) struct PArray<T, const N: usize, const M: usize> {
-    top: Vec<Arc<Mid<T, N, M>>>,
+/// See the module doc. `N` (values per page), `M` (pages per mid) and `D`
+/// (mids per dir) are powers of two.
+pub(crate) struct PArray<T, const N: usize, const M: usize, const D: usize> {
+    top: Vec<Arc<Dir<T, N, M, D>>>,
+    zero_dir: Arc<Dir<T, N, M, D>>,
     zero_mid: Arc<Mid<T, N, M>>,
     zero_page: Arc<[T; N]>,
     fill: T,
 }
 
-impl<T: Clone, const N: usize, const M: usize> Clone for PArray<T, N, M> {
+impl<T: Clone, const N: usize, const M: usize, const D: usize> Clone for PArray<T, N, M, D> {
     fn clone(&self) -> Self {
         touch(&self.top);
         PArray {
             top: self.top.clone(),
+            zero_dir: self.zero_dir.clone(),
             zero_mid: self.zero_mid.clone(),
             zero_page: self.zero_page.clone(),
             fill: self.fill.clone(),
@@ -99,88 +124,111 @@ impl<T: Clone, const N: usize, const M: usize> Clone for PArray<T, N, M> {
     }
 }
 
-impl<T, const N: usize, const M: usize> Drop for PArray<T, N, M> {
+impl<T, const N: usize, const M: usize, const D: usize> Drop for PArray<T, N, M, D> {
     fn drop(&mut self) {
         touch(&self.top);
     }
 }
 
-impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
+impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArray<T, N, M, D> {
     const PB: u32 = N.trailing_zeros();
     const MB: u32 = M.trailing_zeros();
-    /// Values per mid.
-    pub(crate) const PER_MID: usize = N * M;
-    const POW2: () = assert!(N.is_power_of_two() && M.is_power_of_two());
+    const DB: u32 = D.trailing_zeros();
+    /// Values per dir: the unit in which the array grows and shrinks.
+    pub(crate) const PER_DIR: usize = N * M * D;
+    const POW2: () = assert!(N.is_power_of_two() && M.is_power_of_two() && D.is_power_of_two());
 
-    /// An array of at least `len` values, all `fill` (rounded up to whole mids).
+    /// An array of at least `len` values, all `fill` (rounded up to whole dirs).
     pub(crate) fn new(len: usize, fill: T) -> Self {
         let () = Self::POW2;
         let zero_page: Arc<[T; N]> = Arc::new(std::array::from_fn(|_| fill.clone()));
         let zero_mid = Arc::new(Mid {
             pages: std::array::from_fn(|_| zero_page.clone()),
         });
-        let mids = len.div_ceil(Self::PER_MID);
+        let zero_dir = Arc::new(Dir {
+            mids: std::array::from_fn(|_| zero_mid.clone()),
+        });
+        let dirs = len.div_ceil(Self::PER_DIR);
         PArray {
-            top: vec![zero_mid.clone(); mids],
+            top: vec![zero_dir.clone(); dirs],
+            zero_dir,
             zero_mid,
             zero_page,
             fill,
         }
     }
 
-    /// Number of addressable values (a multiple of `N * M`).
+    /// Number of addressable values (a multiple of `N * M * D`).
     #[inline]
     pub(crate) fn capacity(&self) -> usize {
-        self.top.len() * Self::PER_MID
+        self.top.len() * Self::PER_DIR
+    }
+
+    /// The mid of page `p`.
+    #[inline(always)]
+    fn mid(&self, p: usize) -> &Mid<T, N, M> {
+        &self.top[p >> (Self::MB + Self::DB)].mids[(p >> Self::MB) & (D - 1)]
     }
 
     /// Value `i`. Panics if `i >= capacity()`.
     #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> &T {
-        let mid = &self.top[i >> (Self::PB + Self::MB)];
-        &mid.pages[(i >> Self::PB) & (M - 1)][i & (N - 1)]
+        &self.page(i >> Self::PB)[i & (N - 1)]
     }
 
     /// Value `i`, or `None` beyond the capacity.
     #[inline(always)]
     pub(crate) fn try_get(&self, i: usize) -> Option<&T> {
-        let mid = self.top.get(i >> (Self::PB + Self::MB))?;
-        Some(&mid.pages[(i >> Self::PB) & (M - 1)][i & (N - 1)])
+        (i < self.capacity()).then(|| self.get(i))
     }
 
     /// Page `p` (values `p*N .. p*N+N`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn page(&self, p: usize) -> &[T; N] {
-        &self.top[p >> Self::MB].pages[p & (M - 1)]
+        self.page_arc(p)
     }
 
     /// Page `p`, unshared (copied if any other version still holds it).
     #[inline(always)]
     pub(crate) fn page_mut(&mut self, p: usize) -> &mut [T; N] {
-        let mid = make_mut_with(&mut self.top[p >> Self::MB], |m| touch(&m.pages));
+        let dir = make_mut_with(&mut self.top[p >> (Self::MB + Self::DB)], |d| {
+            touch(&d.mids)
+        });
+        let mid = make_mut_with(&mut dir.mids[(p >> Self::MB) & (D - 1)], |m| {
+            touch(&m.pages)
+        });
         make_mut(&mut mid.pages[p & (M - 1)])
     }
 
-    /// Element `i`, writable (its page and mid made private).
+    /// Element `i`, writable (its page, mid and dir made private).
     #[inline(always)]
     pub(crate) fn get_mut(&mut self, i: usize) -> &mut T {
         &mut self.page_mut(i >> Self::PB)[i & (N - 1)]
     }
 
     /// The `Arc` of page `p` (for identity checks).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn page_arc(&self, p: usize) -> &Arc<[T; N]> {
-        &self.top[p >> Self::MB].pages[p & (M - 1)]
+        &self.mid(p).pages[p & (M - 1)]
     }
 
-    /// Points page `p` at `page` (a shared page, e.g. a uniform one), and turns the
-    /// mid back into the canonical one if that made it all canonical.
+    /// Points page `p` at `page` (a shared page, e.g. a uniform one), and turns
+    /// its mid and dir back into the canonical ones if that made them all
+    /// canonical.
     pub(crate) fn replace_page(&mut self, p: usize, page: Arc<[T; N]>) {
-        let (m, slot) = (p >> Self::MB, p & (M - 1));
-        let mid = make_mut(&mut self.top[m]);
+        let (d, m, slot) = (
+            p >> (Self::MB + Self::DB),
+            (p >> Self::MB) & (D - 1),
+            p & (M - 1),
+        );
+        let dir = make_mut(&mut self.top[d]);
+        let mid = make_mut(&mut dir.mids[m]);
         mid.pages[slot] = page;
         if mid.pages.iter().all(|pg| Arc::ptr_eq(pg, &self.zero_page)) {
-            self.top[m] = self.zero_mid.clone();
+            dir.mids[m] = self.zero_mid.clone();
+            if dir.mids.iter().all(|md| Arc::ptr_eq(md, &self.zero_mid)) {
+                self.top[d] = self.zero_dir.clone();
+            }
         }
     }
 
@@ -208,22 +256,22 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
             // Exact capacity, as a clone has: memory accounting must not depend on
             // whether this version was grown or copied.
             self.top.reserve_exact(1);
-            self.top.push(self.zero_mid.clone());
+            self.top.push(self.zero_dir.clone());
         }
     }
 
-    /// Number of mids.
-    pub(crate) fn mids(&self) -> usize {
+    /// Number of dirs.
+    pub(crate) fn dirs(&self) -> usize {
         self.top.len()
     }
 
-    /// Whether mid `m` is the shared all-`fill` mid.
-    pub(crate) fn mid_is_zero(&self, m: usize) -> bool {
-        Arc::ptr_eq(&self.top[m], &self.zero_mid)
+    /// Whether dir `d` is the shared all-`fill` dir.
+    pub(crate) fn dir_is_zero(&self, d: usize) -> bool {
+        Arc::ptr_eq(&self.top[d], &self.zero_dir)
     }
 
-    /// Drops the last mid (the caller checked it holds only `fill`).
-    pub(crate) fn pop_mid(&mut self) {
+    /// Drops the last dir (the caller checked it holds only `fill`).
+    pub(crate) fn pop_dir(&mut self) {
         self.top.pop();
         if self.top.is_empty() {
             self.top = Vec::new();
@@ -231,42 +279,39 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
     }
 
     /// If page `p` holds only `fill`, replace it by the shared canonical page (and
-    /// its mid by the shared canonical mid when that mid became all canonical).
+    /// its mid and dir by the shared canonical ones when they became all canonical).
     pub(crate) fn canonicalize(&mut self, p: usize)
     where
         T: Copy,
     {
-        let page = &self.top[p >> Self::MB].pages[p & (M - 1)];
+        let page = self.page_arc(p);
         if !Arc::ptr_eq(page, &self.zero_page) && all_eq(&page[..], self.fill) {
-            self.make_canonical(p);
+            self.replace_page(p, self.zero_page.clone());
         }
     }
 
     /// [`PArray::canonicalize`] for values that are not `Copy`.
     pub(crate) fn canonicalize_opt(&mut self, p: usize) {
-        let page = &self.top[p >> Self::MB].pages[p & (M - 1)];
+        let page = self.page_arc(p);
         if !Arc::ptr_eq(page, &self.zero_page) && page.iter().all(|x| *x == self.fill) {
-            self.make_canonical(p);
+            self.replace_page(p, self.zero_page.clone());
         }
     }
 
-    fn make_canonical(&mut self, p: usize) {
-        let (m, slot) = (p >> Self::MB, p & (M - 1));
-        let mid = make_mut(&mut self.top[m]);
-        mid.pages[slot] = self.zero_page.clone();
-        if mid.pages.iter().all(|pg| Arc::ptr_eq(pg, &self.zero_page)) {
-            self.top[m] = self.zero_mid.clone();
-        }
+    /// Every page pointer, dir by dir and mid by mid.
+    fn page_arcs(&self) -> impl Iterator<Item = &Arc<[T; N]>> {
+        self.top
+            .iter()
+            .flat_map(|d| d.mids.iter())
+            .flat_map(|m| m.pages.iter())
     }
 
     /// Number of distinct non-canonical pages (for statistics).
     pub(crate) fn private_pages(&self) -> usize {
         let mut seen = HashSet::new();
-        for mid in &self.top {
-            for pg in &mid.pages {
-                if !Arc::ptr_eq(pg, &self.zero_page) {
-                    seen.insert(Arc::as_ptr(pg) as usize);
-                }
+        for pg in self.page_arcs() {
+            if !Arc::ptr_eq(pg, &self.zero_page) {
+                seen.insert(Arc::as_ptr(pg) as usize);
             }
         }
         seen.len()
@@ -275,16 +320,22 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize> PArray<T, N, M> {
     /// Bytes of every allocation reachable from this array that is not yet in
     /// `seen` (so memory shared between tables or versions is counted once).
     pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        let mut b = self.top.capacity() * size_of::<Arc<Mid<T, N, M>>>();
-        let mids = self.top.iter().chain(std::iter::once(&self.zero_mid));
-        for mid in mids {
-            if !seen.insert(Arc::as_ptr(mid) as usize) {
+        let mut b = self.top.capacity() * size_of::<Arc<Dir<T, N, M, D>>>();
+        let dirs = self.top.iter().chain(std::iter::once(&self.zero_dir));
+        for dir in dirs {
+            if !seen.insert(Arc::as_ptr(dir) as usize) {
                 continue;
             }
-            b += ARC_HEADER + size_of::<Mid<T, N, M>>();
-            for pg in &mid.pages {
-                if seen.insert(Arc::as_ptr(pg) as usize) {
-                    b += ARC_HEADER + size_of::<[T; N]>();
+            b += ARC_HEADER + size_of::<Dir<T, N, M, D>>();
+            for mid in &dir.mids {
+                if !seen.insert(Arc::as_ptr(mid) as usize) {
+                    continue;
+                }
+                b += ARC_HEADER + size_of::<Mid<T, N, M>>();
+                for pg in &mid.pages {
+                    if seen.insert(Arc::as_ptr(pg) as usize) {
+                        b += ARC_HEADER + size_of::<[T; N]>();
+                    }
                 }
             }
         }
@@ -303,7 +354,7 @@ pub(crate) fn all_eq<T: Copy + PartialEq>(s: &[T], v: T) -> bool {
 mod tests {
     use super::*;
 
-    type A = PArray<u32, 16, 4>;
+    type A = PArray<u32, 16, 4, 2>;
 
     #[test]
     fn make_mut_copies_only_what_is_shared() {
@@ -342,6 +393,35 @@ mod tests {
     }
 
     #[test]
+    fn a_write_copies_one_dir_one_mid_one_page() {
+        let mut a = A::new(256, 0);
+        for i in 0..256 {
+            a.set(i, 1);
+        }
+        let mut b = a.clone();
+        b.set(70, 2);
+        let ptr = |x: &A, d: usize| Arc::as_ptr(&x.top[d]);
+        // Page 4 (values 64..80) is in dir 0, mid 1.
+        assert_ne!(ptr(&a, 0), ptr(&b, 0));
+        assert_eq!(ptr(&a, 1), ptr(&b, 1));
+        let (da, db) = (&a.top[0], &b.top[0]);
+        assert!(Arc::ptr_eq(&da.mids[0], &db.mids[0]));
+        assert!(!Arc::ptr_eq(&da.mids[1], &db.mids[1]));
+        for p in 0..16 {
+            assert_eq!(
+                Arc::ptr_eq(a.page_arc(p), b.page_arc(p)),
+                p != 4,
+                "page {p}"
+            );
+        }
+        // A page under the copied mid is counted by both mids; one under a
+        // shared mid, once.
+        assert_eq!(Arc::count(a.page_arc(5)), 2);
+        assert_eq!(Arc::count(a.page_arc(3)), 1);
+        assert_eq!((*a.get(70), *b.get(70)), (1, 2));
+    }
+
+    #[test]
     fn canonicalize_returns_to_baseline() {
         let base = A::new(256, 0);
         let base_mem = base.mem(&mut HashSet::new());
@@ -356,7 +436,7 @@ mod tests {
         }
         assert_eq!(a.private_pages(), 0);
         assert_eq!(a.mem(&mut HashSet::new()), base_mem);
-        assert!((0..a.mids()).all(|m| a.mid_is_zero(m)));
+        assert!((0..a.dirs()).all(|d| a.dir_is_zero(d)));
     }
 
     #[test]
