@@ -273,9 +273,8 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
     /// Drops the last dir (the caller checked it holds only `fill`).
     pub(crate) fn pop_dir(&mut self) {
         self.top.pop();
-        if self.top.is_empty() {
-            self.top = Vec::new();
-        }
+        // Exact capacity, as a clone has (see `grow_to`).
+        self.top.shrink_to_fit();
     }
 
     /// If page `p` holds only `fill`, replace it by the shared canonical page (and
@@ -437,6 +436,99 @@ mod tests {
         assert_eq!(a.private_pages(), 0);
         assert_eq!(a.mem(&mut HashSet::new()), base_mem);
         assert!((0..a.dirs()).all(|d| a.dir_is_zero(d)));
+    }
+
+    /// One step of [`paged_array_follows_a_vec_model`].
+    #[derive(Clone, Debug)]
+    enum Op {
+        Set(usize, u32),
+        /// Zero page `p` value by value, then canonicalise it.
+        Clear(usize),
+        /// Point page `p` at a shared page of `v`s (as the FIB's uniform pages).
+        Uniform(usize, u32),
+        /// Grow by one dir, or drop the last dir if it is all canonical.
+        Resize(bool),
+        /// Keep a copy of the array as it is now.
+        Snapshot,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (0usize..512, 0u32..4).prop_map(|(i, v)| Op::Set(i, v)),
+            1 => (0usize..32).prop_map(Op::Clear),
+            1 => (0usize..32, 0u32..3).prop_map(|(p, v)| Op::Uniform(p, v)),
+            1 => proptest::bool::ANY.prop_map(Op::Resize),
+            1 => Just(Op::Snapshot),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Every write through the three levels matches a plain vector;
+        /// copies taken along the way keep their values (persistence); an
+        /// array whose values all went back to `fill` costs what a new one
+        /// of its length does.
+        #[test]
+        fn paged_array_follows_a_vec_model(ops in proptest::collection::vec(op(), 1..200)) {
+            type B = PArray<u32, 16, 2, 4>;
+            let mut a = B::new(256, 0);
+            let mut model = vec![0u32; a.capacity()];
+            let mut snaps: Vec<(B, Vec<u32>)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Set(i, v) if i < model.len() => {
+                        a.set(i, v);
+                        model[i] = v;
+                    }
+                    Op::Clear(p) if p * 16 < model.len() => {
+                        for i in p * 16..p * 16 + 16 {
+                            a.set(i, 0);
+                        }
+                        model[p * 16..p * 16 + 16].fill(0);
+                        a.canonicalize(p);
+                        proptest::prop_assert!(a.is_canonical(p));
+                    }
+                    Op::Uniform(p, v) if p * 16 < model.len() => {
+                        let page = if v == 0 { a.zero_page().clone() } else { Arc::new([v; 16]) };
+                        a.replace_page(p, page);
+                        model[p * 16..p * 16 + 16].fill(v);
+                    }
+                    Op::Resize(true) => {
+                        a.grow_to(a.capacity() + 1);
+                        model.resize(a.capacity(), 0);
+                    }
+                    Op::Resize(false) => {
+                        let d = a.dirs() - 1;
+                        if d > 0 && a.dir_is_zero(d) {
+                            a.pop_dir();
+                            model.truncate(a.capacity());
+                        }
+                    }
+                    Op::Snapshot => snaps.push((a.clone(), model.clone())),
+                    _ => {}
+                }
+                proptest::prop_assert_eq!(a.capacity(), model.len());
+            }
+            for (i, v) in model.iter().enumerate() {
+                proptest::prop_assert_eq!(a.get(i), v);
+            }
+            for (s, m) in &snaps {
+                for (i, v) in m.iter().enumerate() {
+                    proptest::prop_assert_eq!(s.get(i), v);
+                }
+            }
+            // Back to all `fill`: the memory of a new array of this length.
+            for p in 0..model.len() / 16 {
+                for i in p * 16..p * 16 + 16 {
+                    a.set(i, 0);
+                }
+                a.canonicalize(p);
+            }
+            drop(snaps);
+            let fresh = B::new(a.capacity(), 0);
+            proptest::prop_assert_eq!(a.mem(&mut HashSet::new()), fresh.mem(&mut HashSet::new()));
+            proptest::prop_assert!((0..a.dirs()).all(|d| a.dir_is_zero(d)));
+        }
     }
 
     #[test]
