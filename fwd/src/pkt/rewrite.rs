@@ -91,9 +91,11 @@ pub fn forward_rewrite(
         }
     }
     if let Some(eth) = frame.first_chunk_mut::<12>() {
-        let [d0, d1, d2, d3, d4, d5] = dst_mac;
-        let [s0, s1, s2, s3, s4, s5] = src_mac;
-        *eth = [d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5];
+        // Two 6-byte copies: assembling the 12 bytes one by one compiled
+        // to byte moves (23 instructions a packet, `bench-results/throughput.md`).
+        let (d, s) = eth.split_at_mut(6);
+        d.copy_from_slice(&dst_mac);
+        s.copy_from_slice(&src_mac);
     }
     Ok(())
 }
