@@ -155,7 +155,22 @@ fn hosts_are_learned_and_traceroute_shows_the_appliance() {
     assert_eq!(pings(&lan.h1, 3, "fd79:2::2"), 3, "IPv6 h1 -> h2");
     assert_eq!(pings(&lan.h2, 3, "fd79:1::2"), 3, "IPv6 h2 -> h1");
 
-    let entries = neigh_json(&lan.sock);
+    // The workers report what they learn to the control thread, which
+    // enters it in its own turns: the table can lag the replies by tens of
+    // milliseconds (the test failed on a fast host), so wait for it.
+    let learned = ["10.79.1.2", "10.79.2.2", "fd79:1::2", "fd79:2::2"];
+    let entries = wait_for(
+        "the four hosts in the neighbour table",
+        std::time::Duration::from_secs(10),
+        || {
+            let e = neigh_json(&lan.sock);
+            learned
+                .iter()
+                .all(|a| e.iter().any(|n| n["addr"] == *a))
+                .then_some(e)
+        },
+        || format!("{:?}", neigh_json(&lan.sock)),
+    );
     for (addr, mac) in [
         ("10.79.1.2", H1_MAC),
         ("10.79.2.2", H2_MAC),

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use common::frr::*;
 use common::netns::Netns;
-use common::TempDir;
+use common::{wait_for, TempDir};
 
 const DUT_AS: u32 = 65001;
 const PEER_AS: u32 = 65002;

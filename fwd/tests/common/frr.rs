@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::netns::{sh, Netns};
-use super::{fwd_bin, TempDir};
+use super::{fwd_bin, wait_for, TempDir};
 
 pub const FRR_DIR: &str = "/usr/lib/frr";
 pub const FPM_MODULE: &str = "/usr/lib/x86_64-linux-gnu/frr/modules/dplane_fpm_nl.so";
@@ -61,30 +61,6 @@ pub fn skip(test: &str) -> bool {
             true
         }
         None => false,
-    }
-}
-
-/// Polls `f` until it returns `Some`, or panics after `deadline` with what
-/// `what` and the last `describe()` say.
-pub fn wait_for<T>(
-    what: &str,
-    deadline: Duration,
-    mut f: impl FnMut() -> Option<T>,
-    describe: impl Fn() -> String,
-) -> T {
-    let end = Instant::now() + deadline;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        if Instant::now() > end {
-            panic!(
-                "timed out after {:?} waiting for {what}\n{}",
-                deadline,
-                describe()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -6,6 +6,7 @@ pub mod netns;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// A scratch directory removed on drop.
 pub struct TempDir(pub PathBuf);
@@ -213,5 +214,29 @@ pub fn try_ready(child: &mut Child) -> Result<(), String> {
     match rx.recv() {
         Ok(r) => r,
         Err(_) => Err("fwd's stderr reader vanished".into()),
+    }
+}
+
+/// Polls `f` until it returns `Some`, or panics after `deadline` with what
+/// `what` and the last `describe()` say.
+pub fn wait_for<T>(
+    what: &str,
+    deadline: Duration,
+    mut f: impl FnMut() -> Option<T>,
+    describe: impl Fn() -> String,
+) -> T {
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > end {
+            panic!(
+                "timed out after {:?} waiting for {what}\n{}",
+                deadline,
+                describe()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
