@@ -426,7 +426,7 @@ impl<const W: u32> Fib<W> {
 pub(crate) trait BurstFib {
     /// The address type (`u32` or `u128`).
     type Addr: Copy;
-    /// Entries for `dsts`; `out` is at least as long.
+    /// Entries for `dsts` (at most [`BURST_MAX`]); `out` is at least as long.
     fn lookup_burst(&self, dsts: &[Self::Addr], out: &mut [u32]);
 }
 
@@ -460,32 +460,13 @@ impl Fib<32> {
         }
     }
 
-    /// Entries for a burst. Every lane's first-level entry is prefetched
-    /// before any is loaded, so the whole burst's cache misses are in flight
-    /// together (plain loads alone overlap only as many as the core's reorder
-    /// window holds: 16.6 vs 27.5 ns per lookup on random addresses,
-    /// `bench-results/fib.md`). `out` must be at least as long as `dsts`.
+    /// Entries for a burst of at most [`BURST_MAX`] addresses (see
+    /// [`Fib::first_level`]); `out` must be at least as long as `dsts`.
     #[inline]
     pub(crate) fn lookup_burst(&self, dsts: &[u32], out: &mut [u32]) {
-        for (d, o) in dsts.chunks(BURST_MAX).zip(out.chunks_mut(BURST_MAX)) {
-            self.lookup_chunk(d, o);
-        }
-    }
-
-    /// [`Fib::lookup_burst`] of at most [`BURST_MAX`] addresses. Each lane's
-    /// entry address is kept from its prefetch to its load, so the
-    /// directory is walked once (walking it twice measured 5-10% slower
-    /// with three directory levels, `bench-results/route.md`).
-    #[inline(always)]
-    fn lookup_chunk(&self, dsts: &[u32], out: &mut [u32]) {
         let mut at = [&0u32; BURST_MAX];
-        for (a, &d) in at.iter_mut().zip(dsts) {
-            *a = self.tbl24.get((d >> 8) as usize);
-            arch::prefetch(*a);
-        }
-        for (o, a) in out.iter_mut().zip(&at) {
-            *o = **a;
-        }
+        let out = &mut out[..dsts.len()];
+        self.first_level(dsts.iter().map(|&d| (d >> 8) as usize), &mut at, out);
         for (o, &d) in out.iter_mut().zip(dsts) {
             if *o & EXT != 0 {
                 *o = *self
@@ -503,30 +484,16 @@ impl Fib<128> {
         self.lookup_wide(addr)
     }
 
-    /// Entries for a burst, level by level: each level prefetches every
-    /// lane's entry, then loads them, so a level costs about one miss for
-    /// the whole burst (48.7 vs 81.9 ns per lookup on table addresses before
-    /// the prefetch, `bench-results/fib.md`).
+    /// Entries for a burst of at most [`BURST_MAX`] addresses, level by
+    /// level: each level prefetches every lane's entry, then loads them, so
+    /// a level costs about one miss for the whole burst (48.7 vs 81.9 ns
+    /// per lookup on table addresses before the prefetch,
+    /// `bench-results/fib.md`). `out` must be at least as long as `dsts`.
     #[inline]
     pub(crate) fn lookup_burst(&self, dsts: &[u128], out: &mut [u32]) {
-        for (d, o) in dsts.chunks(BURST_MAX).zip(out.chunks_mut(BURST_MAX)) {
-            self.lookup_chunk(d, o);
-        }
-    }
-
-    /// [`Fib::lookup_burst`] of at most [`BURST_MAX`] addresses; as for
-    /// IPv4, each lane's entry address is kept from its prefetch to its
-    /// load, at every level.
-    #[inline(always)]
-    fn lookup_chunk(&self, dsts: &[u128], out: &mut [u32]) {
         let mut at = [&0u32; BURST_MAX];
-        for (a, &d) in at.iter_mut().zip(dsts) {
-            *a = self.tbl24.get((d >> 104) as usize);
-            arch::prefetch(*a);
-        }
-        for (o, a) in out.iter_mut().zip(&at) {
-            *o = **a;
-        }
+        let out = &mut out[..dsts.len()];
+        self.first_level(dsts.iter().map(|&d| (d >> 104) as usize), &mut at, out);
         if self.pool.capacity() == 0 {
             return; // no groups, so no entry has EXT
         }
@@ -554,6 +521,34 @@ impl Fib<128> {
                 *o = (n & ext) | (e & !ext);
                 any |= n & EXT & ext;
             }
+        }
+    }
+}
+
+impl<const W: u32> Fib<W> {
+    /// The first level of a burst lookup: `out[k]` is the first-level
+    /// entry at the k-th index of `idx`. Every lane's entry is prefetched before any is
+    /// loaded, so the whole burst's cache misses are in flight together
+    /// (plain loads alone overlap only as many as the core's reorder window
+    /// holds: 16.6 vs 27.5 ns per lookup on random IPv4 addresses,
+    /// `bench-results/fib.md`). Each lane's entry address is kept in `at`
+    /// from its prefetch to its load, so the directory is walked once
+    /// (walking it again measured 5-10% slower at bursts of 64 once it had
+    /// three levels, `bench-results/route.md`). At most [`BURST_MAX`] lanes.
+    #[inline(always)]
+    fn first_level<'a>(
+        &'a self,
+        idx: impl ExactSizeIterator<Item = usize>,
+        at: &mut [&'a u32; BURST_MAX],
+        out: &mut [u32],
+    ) {
+        assert!(idx.len() <= BURST_MAX && idx.len() == out.len());
+        for (a, i) in at.iter_mut().zip(idx) {
+            *a = self.tbl24.get(i);
+            arch::prefetch(*a);
+        }
+        for (o, a) in out.iter_mut().zip(at.iter()) {
+            *o = **a;
         }
     }
 }
