@@ -413,9 +413,9 @@ impl<const W: u32> Fib<W> {
             }
             self.pool.pop_dir();
             self.free.truncate(words.start);
-        }
-        if self.free.is_empty() {
-            self.free = Vec::new();
+            // Exact capacity, as a copy of this version has: its accounted
+            // bytes must not depend on its history.
+            self.free.shrink_to_fit();
         }
         self.free_hint = self.free_hint.min(self.free.len());
     }
@@ -561,6 +561,30 @@ fn has_ext(s: &[u32]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Groups in a second dir of the pool, then removed: the pool shrinks
+    /// back to one dir and accounts exactly what a copy of it does.
+    #[test]
+    fn a_pool_shrunk_by_a_dir_counts_what_its_copy_does() {
+        let mut f = Fib::<32>::new();
+        // One group per /25, each under its own /24.
+        let n = GROUPS_PER_DIR + 10;
+        for i in 0..n as u128 {
+            f.apply_prefix(i << 8, 25, 7, &[]);
+        }
+        f.trim();
+        assert_eq!(
+            (f.groups_used(), f.groups_capacity()),
+            (n, 2 * GROUPS_PER_DIR)
+        );
+        for i in GROUPS_PER_DIR as u128..n as u128 {
+            f.apply_prefix(i << 8, 25, 0, &[]);
+        }
+        f.trim();
+        assert_eq!(f.groups_capacity(), GROUPS_PER_DIR);
+        let copy = f.clone();
+        assert_eq!(f.mem(&mut HashSet::new()), copy.mem(&mut HashSet::new()));
+    }
 
     #[test]
     fn fill_and_collapse_v4() {
