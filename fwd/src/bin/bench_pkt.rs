@@ -7,9 +7,9 @@
 //! over plain byte frames.
 //!
 //! Usage: `bench_pkt [BLOCKS]` (default 2000); `BENCH_PKT_ONLY=<text>` runs
-//! only the cases whose name contains it (e.g. `fast path`, for a profiler). Each case runs BLOCKS timed blocks of
-//! 200 bursts; between blocks the frames are refreshed from a template (untimed) so
-//! the TTL (255) never expires. Reports the minimum and median block, per packet and
+//! only the cases whose name contains it (e.g. `fast path`, for a profiler).
+//! Each case runs BLOCKS timed blocks of 200 bursts; between blocks the frames
+//! are refreshed from a template (untimed) so the TTL (255) never expires. Reports the minimum and median block, per packet and
 //! per burst. No DPDK, no EAL: pure CPU cost of the code over cache-hot frames.
 
 use std::hint::black_box;
