@@ -51,18 +51,29 @@ pub fn ipv4_header_checksum(hdr: &[u8]) -> u16 {
 /// bytes long and its checksum verifies.
 #[inline(always)]
 pub fn verify_ipv4_header(hdr: &[u8]) -> bool {
-    // The common 20-byte header as five fixed loads the compiler unrolls;
-    // options take the general loop.
+    // The common 20-byte header as two 64-bit and one 32-bit native-endian
+    // loads with end-around carries. The one's-complement sum does not
+    // depend on byte order (RFC 1071 §2(B)): summed little-endian it comes
+    // out byte-swapped, and the verdict `0xFFFF` reads the same either way.
+    // Options take the general loop.
     if let Ok(h) = <&[u8; 20]>::try_from(hdr) {
-        let mut acc = 0u64;
-        for w in h.chunks_exact(4) {
-            if let Some(w) = w.first_chunk::<4>() {
-                acc += u64::from(u32::from_be_bytes(*w));
-            }
-        }
-        return fold(acc) == 0xffff;
+        let [a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7, c0, c1, c2, c3] = *h;
+        let a = u64::from_ne_bytes([a0, a1, a2, a3, a4, a5, a6, a7]);
+        let b = u64::from_ne_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+        let c = u64::from(u32::from_ne_bytes([c0, c1, c2, c3]));
+        return fold(add_carry(add_carry(a, b), c)) == 0xffff;
     }
     hdr.len() >= 20 && fold(sum(hdr, 0)) == 0xffff
+}
+
+/// One's-complement addition of two 64-bit words (the carry out of bit 63
+/// wraps around to bit 0; 2^64 ≡ 1 mod 0xFFFF, so the 16-bit fold is
+/// unchanged).
+#[inline(always)]
+fn add_carry(a: u64, b: u64) -> u64 {
+    let (s, carry) = a.overflowing_add(b);
+    // No overflow: with a carry, `s` is at most 2^64 - 2.
+    s + u64::from(carry)
 }
 
 /// RFC 1624 eqn. 3: the new checksum after one 16-bit word of the covered data changed
@@ -75,6 +86,17 @@ pub fn incremental_update(old_csum: u16, old: u16, new: u16) -> u16 {
     let s = (s & 0xffff) + (s >> 16);
     let s = (s & 0xffff) + (s >> 16);
     !(s as u16)
+}
+
+/// [`incremental_update`] for the one change a router makes to every IPv4
+/// header, the TTL's decrement (the TTL:protocol word loses 0x0100; the TTL
+/// must be at least 1): with `m' = m - 0x0100`, `~m + m'` is the constant
+/// `0xFEFF`, so `HC' = ~(~HC + 0xFEFF)`, and one end-around carry suffices
+/// (the sum is at most 0x1FEFE).
+#[inline(always)]
+pub fn ttl_decrement_update(old_csum: u16) -> u16 {
+    let s = u32::from(!old_csum) + 0xfeff;
+    !(((s & 0xffff) + (s >> 16)) as u16)
 }
 
 /// TCP/UDP/ICMPv6-style checksum over the IPv4 pseudo-header and `segment` (the L4

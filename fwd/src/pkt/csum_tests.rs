@@ -118,6 +118,22 @@ fn pseudo_v6(src: [u8; 16], dst: [u8; 16], nh: u8, seg: &[u8]) -> Vec<u8> {
     v
 }
 
+/// The TTL's constant-form update equals the general RFC 1624 update for
+/// every old checksum, whatever the TTL (2..=255) and protocol: the
+/// general update of `m -> m - 0x0100` depends on neither.
+#[test]
+fn ttl_decrement_equals_general_update_exhaustively() {
+    for m in [0x0200u16, 0x0211, 0x4006, 0x8011, 0xff06, 0xffff] {
+        for c in 0..=u16::MAX {
+            assert_eq!(
+                ttl_decrement_update(c),
+                incremental_update(c, m, m - 0x0100),
+                "checksum {c:#06x}, word {m:#06x}"
+            );
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(crate::pkt::proptest_config(512))]
 
@@ -125,6 +141,19 @@ proptest! {
     #[test]
     fn fast_sum_matches_naive(data in proptest::collection::vec(any::<u8>(), 0..300)) {
         prop_assert_eq!(fold(sum(&data, 0)), naive_sum16(&data));
+    }
+
+    /// The 20-byte verification (native-endian 64-bit words) says yes
+    /// exactly when the textbook 16-bit sum is 0xFFFF: over any bytes, and
+    /// over headers whose checksum field was filled in.
+    #[test]
+    fn header_verification_matches_naive(mut h in any::<[u8; 20]>(), fill in any::<bool>()) {
+        if fill {
+            let c = ipv4_header_checksum(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            prop_assert!(verify_ipv4_header(&h));
+        }
+        prop_assert_eq!(verify_ipv4_header(&h), naive_sum16(&h) == 0xffff);
     }
 
     /// L4 checksums equal the naive sum over an explicitly built pseudo-header.

@@ -75,9 +75,7 @@ pub fn forward_rewrite(
                 return Err(RewriteError::TtlExpired);
             }
             // The checksummed 16-bit word is TTL:protocol.
-            let old = u16::from_be_bytes([ttl, h[9]]);
-            let new = old - 0x0100;
-            let c = csum::incremental_update(u16::from_be_bytes([h[10], h[11]]), old, new);
+            let c = csum::ttl_decrement_update(u16::from_be_bytes([h[10], h[11]]));
             h[8] = ttl - 1;
             [h[10], h[11]] = c.to_be_bytes();
         }
