@@ -82,6 +82,14 @@ impl Mbuf {
         }
     }
 
+    /// What the NIC said of the IPv4 header checksum: `Some(true)` good,
+    /// `Some(false)` bad, `None` not checked (no offload, or not IPv4).
+    #[inline(always)]
+    pub fn ip_csum(&self) -> Option<bool> {
+        // SAFETY: we own a valid mbuf; reading a plain field.
+        ip_csum_verdict(unsafe { (*self.ptr.as_ptr()).ol_flags })
+    }
+
     /// The port the packet was received on.
     #[inline(always)]
     pub fn port(&self) -> u16 {
@@ -149,6 +157,20 @@ impl Drop for Mbuf {
     fn drop(&mut self) {
         // SAFETY: we own the mbuf exclusively; it is freed exactly once here.
         unsafe { dpdk_sys::rte_pktmbuf_free(self.ptr.as_ptr()) }
+    }
+}
+
+/// The NIC's IPv4 header checksum verdict in an mbuf's `ol_flags`.
+#[inline(always)]
+fn ip_csum_verdict(ol_flags: u64) -> Option<bool> {
+    // rte_mbuf_core.h: RTE_MBUF_F_RX_IP_CKSUM_BAD (1 << 4) and _GOOD
+    // (1 << 7); both set means NONE, neither UNKNOWN.
+    const BAD: u64 = 1 << 4;
+    const GOOD: u64 = 1 << 7;
+    match ol_flags & (BAD | GOOD) {
+        GOOD => Some(true),
+        BAD => Some(false),
+        _ => None,
     }
 }
 
@@ -221,24 +243,28 @@ impl RxBurst {
         unsafe { (*self.pkts[i]).nb_segs }
     }
 
-    /// What the NIC said of packet `i`'s IPv4 header checksum: `Some(true)`
-    /// good, `Some(false)` bad, `None` not checked (no offload, or not IPv4).
+    /// What the NIC said of packet `i`'s IPv4 header checksum (see
+    /// [`Mbuf::ip_csum`]; `None` once taken or out of range).
     #[inline(always)]
     pub fn ip_csum(&self, i: usize) -> Option<bool> {
-        // rte_mbuf_core.h: RTE_MBUF_F_RX_IP_CKSUM_BAD (1 << 4) and _GOOD
-        // (1 << 7); both set means NONE, neither UNKNOWN.
-        const BAD: u64 = 1 << 4;
-        const GOOD: u64 = 1 << 7;
         if i >= self.len || self.pkts[i].is_null() {
             return None;
         }
         // SAFETY: the slot holds a valid mbuf owned by this burst.
-        let f = unsafe { (*self.pkts[i]).ol_flags } & (BAD | GOOD);
-        match f {
-            GOOD => Some(true),
-            BAD => Some(false),
-            _ => None,
+        ip_csum_verdict(unsafe { (*self.pkts[i]).ol_flags })
+    }
+
+    /// Packet `i`'s data when it is one segment, with the NIC's checksum
+    /// verdict: one look at the slot for what the fast path reads (None
+    /// once taken, out of range, or chained).
+    #[inline(always)]
+    pub fn single(&mut self, i: usize) -> Option<(&mut [u8], Option<bool>)> {
+        let m = self.get_mut(i)?;
+        if m.segments() != 1 {
+            return None;
         }
+        let nic_csum = m.ip_csum();
+        Some((m.data_mut(), nic_csum))
     }
 
     /// Moves packet `i` out of the burst.
@@ -270,6 +296,23 @@ impl RxBurst {
 }
 
 impl RxBurst {
+    /// Sends the whole burst out of `txq` in one `tx_burst`, freeing what
+    /// the driver does not take, and empties it: the common case of a
+    /// burst forwarded whole to one port, without a copy through a
+    /// [`TxBuffer`]. None (nothing sent) when a packet was taken out.
+    #[inline(always)]
+    pub fn send_all(&mut self, txq: &mut TxQueue) -> Option<Flushed> {
+        let pkts = &mut self.pkts[..self.len];
+        if pkts.iter().any(|p| p.is_null()) {
+            return None;
+        }
+        // SAFETY: every slot below len holds an mbuf owned by this burst
+        // (none null, checked above), which forgets them all (len 0).
+        let f = unsafe { send_owned(pkts, txq) };
+        self.len = 0;
+        Some(f)
+    }
+
     /// Frees every packet not taken out and empties the burst for the next
     /// `rx_burst`.
     #[inline(always)]
@@ -347,29 +390,44 @@ impl TxBuffer {
         if self.len == 0 {
             return Flushed::default();
         }
-        let mut bytes = 0u64;
-        for &p in &self.pkts[..self.len] {
-            // SAFETY: every slot below len holds an mbuf owned by this buffer.
-            bytes += u64::from(unsafe { (*p).pkt_len });
-        }
-        let sent = txq.send_raw(&mut self.pkts[..self.len]);
-        let mut unsent_bytes = 0u64;
-        for slot in &mut self.pkts[sent..self.len] {
-            let p = std::mem::replace(slot, std::ptr::null_mut());
-            // SAFETY: the driver did not take these; we still own them and
-            // free each exactly once (slot cleared).
-            if let Some(m) = unsafe { Mbuf::from_raw(p) } {
-                unsent_bytes += u64::from(m.pkt_len());
-                drop(m);
-            }
-        }
-        let dropped = self.len - sent;
+        // SAFETY: every slot below len holds an mbuf owned by this buffer,
+        // which forgets them all (len 0) once the call returns.
+        let f = unsafe { send_owned(&mut self.pkts[..self.len], txq) };
         self.len = 0;
-        Flushed {
-            sent: sent as u32,
-            sent_bytes: bytes - unsent_bytes,
-            dropped: dropped as u32,
+        f
+    }
+}
+
+/// Hands `pkts` to `txq` in one `tx_burst` and frees exactly what the
+/// driver did not take.
+///
+/// # Safety
+///
+/// Every pointer in `pkts` is a valid mbuf the caller owns, and the caller
+/// gives all of them up: after the call they belong to the driver or are
+/// freed (the unsent slots are nulled).
+#[inline(always)]
+unsafe fn send_owned(pkts: &mut [*mut dpdk_sys::rte_mbuf], txq: &mut TxQueue) -> Flushed {
+    let mut bytes = 0u64;
+    for &p in pkts.iter() {
+        // SAFETY: valid mbufs the caller owns (the contract).
+        bytes += u64::from(unsafe { (*p).pkt_len });
+    }
+    let sent = txq.send_raw(pkts);
+    let mut unsent_bytes = 0u64;
+    for slot in pkts.iter_mut().skip(sent) {
+        let p = std::mem::replace(slot, std::ptr::null_mut());
+        // SAFETY: the driver did not take these; the caller gave them up
+        // to us, and each is freed exactly once (slot cleared).
+        if let Some(m) = unsafe { Mbuf::from_raw(p) } {
+            unsent_bytes += u64::from(m.pkt_len());
+            drop(m);
         }
+    }
+    Flushed {
+        sent: sent as u32,
+        sent_bytes: bytes - unsent_bytes,
+        dropped: (pkts.len() - sent) as u32,
     }
 }
 

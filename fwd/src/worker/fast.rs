@@ -77,11 +77,7 @@ impl Pipeline<'_> {
         let mut m = 0;
         for i in 0..n {
             pkts.prefetch(i + 1);
-            if pkts.segments(i) != 1 {
-                continue;
-            }
-            let nic_csum = pkts.ip_csum(i);
-            let Some(frame) = pkts.frame(i) else {
+            let Some((frame, nic_csum)) = pkts.single(i) else {
                 continue;
             };
             let p = &mut s.parsed[i];
@@ -180,16 +176,17 @@ impl Pipeline<'_> {
             if pkt::forward_rewrite(frame, p, dst_mac, src_mac).is_err() {
                 continue;
             }
+            // One segment (step 1), so the frame's length is the wire length.
+            let len = frame.len();
             let end = usize::from(p.l3_off) + usize::from(p.l3_len);
-            let trim = frame.len() > end;
             // Received bytes as the general parse counts them: before trimming.
-            tally.rx_bytes += u64::from(pkts.wire_len(i));
-            if trim {
+            tally.rx_bytes += len as u64;
+            if len > end {
                 pkts.trim_to(i, end);
             }
             if let Some(r) = rule[i] {
                 // What the general classify counts: the trimmed length.
-                rc.hit(r.slot(), pkts.wire_len(i), clock.tick_ms);
+                rc.hit(r.slot(), len.min(end) as u32, clock.tick_ms);
             }
             s.verdict[i] = Verdict::Tx(port);
             rest &= !(1 << i);

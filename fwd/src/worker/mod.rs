@@ -260,9 +260,21 @@ impl Worker {
             }
         }
 
-        // Carry out the verdicts.
+        // A full burst forwarded whole to one port whose buffer is empty
+        // goes out as it is (l3fwd's shortcut); the rest one by one.
+        if let Some(Verdict::Tx(port)) = s.verdict.first().copied().filter(|_| n == BURST) {
+            let out = usize::from(port);
+            if s.verdict[..n].iter().all(|&v| v == Verdict::Tx(port))
+                && self.txbufs.get(out).is_some_and(TxBuffer::is_empty)
+            {
+                if let Some(f) = self.setup.tx.get_mut(out).and_then(|q| burst.send_all(q)) {
+                    account_tx(counters, out, f);
+                }
+            }
+        }
+        // Carry out the verdicts (none left after the shortcut).
         let mut now_ns = None;
-        for i in 0..n {
+        for i in 0..burst.len() {
             let v = s.verdict[i];
             // Forwarding first, as a predicted branch, not a jump table.
             if let Verdict::Tx(port) = v {
@@ -562,6 +574,11 @@ impl Packets for Io<'_> {
     #[inline(always)]
     fn prefetch(&self, i: usize) {
         self.burst.prefetch(i);
+    }
+
+    #[inline(always)]
+    fn single(&mut self, i: usize) -> Option<(&mut [u8], Option<bool>)> {
+        self.burst.single(i)
     }
 }
 
