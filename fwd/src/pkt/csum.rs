@@ -28,14 +28,17 @@ pub fn sum(mut data: &[u8], mut acc: u64) -> u64 {
     acc
 }
 
-/// Folds a running sum to 16 bits with end-around carry (not complemented).
+/// Folds a running sum to 16 bits with end-around carry (not complemented):
+/// the two halves added with the carry out wrapped around, 64 to 32 bits,
+/// then 32 to 16 (an add and an add-with-carry each). The result is 0 only
+/// for a zero sum.
 #[inline]
-pub fn fold(mut acc: u64) -> u16 {
-    acc = (acc & 0xffff_ffff) + (acc >> 32);
-    acc = (acc & 0xffff_ffff) + (acc >> 32);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc as u16
+pub fn fold(acc: u64) -> u16 {
+    let (s, carry) = (acc as u32).overflowing_add((acc >> 32) as u32);
+    // No overflow: with a carry, `s` is at most 2^32 - 2.
+    let s = s + u32::from(carry);
+    let (s, carry) = (s as u16).overflowing_add((s >> 16) as u16);
+    s + u16::from(carry)
 }
 
 /// The IPv4 header checksum to store for `hdr` (the whole header, IHL*4 bytes),

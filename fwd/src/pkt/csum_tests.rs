@@ -51,6 +51,19 @@ fn rfc1071_example_and_odd_length() {
     assert_eq!(fold(sum(&[0xff; 64], 0)), 0xffff);
 }
 
+/// The fold's edges: zero stays zero, every all-ones width is negative
+/// zero (0xFFFF), carries out of each half wrap around.
+#[test]
+fn fold_edges() {
+    assert_eq!(fold(0), 0);
+    assert_eq!(fold(0xffff), 0xffff);
+    assert_eq!(fold(0x1_0000), 1);
+    assert_eq!(fold(u64::from(u32::MAX)), 0xffff);
+    assert_eq!(fold(u64::MAX), 0xffff);
+    assert_eq!(fold(1 << 63), 0x8000);
+    assert_eq!(fold(0xffff_ffff_0000_0001), 1);
+}
+
 /// RFC 1624 §4: m = 0x5555 -> 0x3285 with the other words summing to 0xCD7A. A full
 /// recomputation gives 0x0000; eqn. 3 must too (RFC 1141's eqn. 2 gives 0xFFFF).
 #[test]
@@ -141,6 +154,18 @@ proptest! {
     #[test]
     fn fast_sum_matches_naive(data in proptest::collection::vec(any::<u8>(), 0..300)) {
         prop_assert_eq!(fold(sum(&data, 0)), naive_sum16(&data));
+    }
+
+    /// The fold equals the textbook one (add the halves and carry twice at
+    /// each width) for every 64-bit sum, not only those short data reach.
+    #[test]
+    fn fold_matches_the_textbook_fold(acc in any::<u64>()) {
+        let mut a = acc;
+        a = (a & 0xffff_ffff) + (a >> 32);
+        a = (a & 0xffff_ffff) + (a >> 32);
+        a = (a & 0xffff) + (a >> 16);
+        a = (a & 0xffff) + (a >> 16);
+        prop_assert_eq!(fold(acc), a as u16);
     }
 
     /// The 20-byte verification (native-endian 64-bit words) says yes

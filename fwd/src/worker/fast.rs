@@ -12,7 +12,8 @@
 //! 1. recognise the common frame ([`pkt::parse_plain_v4`]: untagged IPv4
 //!    UDP or TCP without options, header checksum good;
 //!    [`pkt::parse_plain_v6`]: untagged IPv6 UDP or TCP without extension
-//!    headers, not to a link-local address), leave multicast;
+//!    headers, not to a link-local address), leave multicast, and list
+//!    the rest by family with their destinations;
 //! 2. while rules are loaded, one
 //!    [`Classifier::classify_burst`](crate::acl::Classifier::classify_burst):
 //!    a packet goes on only if its first match merely permits
@@ -30,7 +31,7 @@
 
 use crate::acl::{CounterWriter, RuleEntry};
 use crate::dpdk::mbuf::BURST;
-use crate::pkt::{self, L3Kind};
+use crate::pkt;
 use crate::route::Resolved;
 use crate::stats::DropReason;
 
@@ -73,60 +74,53 @@ impl Pipeline<'_> {
         if !t.port(self.in_port).is_some_and(|p| p.is_up()) {
             return rest;
         }
-        // The candidates, in burst order.
-        let mut m = 0;
+        // The candidates by family, in burst order.
+        // Every frame's first line is asked for before the first is read,
+        // so that the loads overlap (l3fwd prefetches the burst's first
+        // packets the same way).
         for i in 0..n {
-            pkts.prefetch(i + 1);
+            pkts.prefetch(i);
+        }
+        let (mut n4, mut n6) = (0, 0);
+        for i in 0..n {
             let Some((frame, nic_csum)) = pkts.single(i) else {
                 continue;
             };
             let p = &mut s.parsed[i];
-            let plain = if pkt::parse_plain_v4(frame, nic_csum, p) {
-                !is_multicast(p)
-            } else {
+            if pkt::parse_plain_v4(frame, nic_csum, p) {
+                if !is_multicast(p) {
+                    s.v4_idx[n4] = i as u8;
+                    s.v4_dst[n4] = p.dst_v4();
+                    n4 += 1;
+                }
+            } else if pkt::parse_plain_v6(frame, p)
                 // Link-local destinations (ours, or never forwarded) and
                 // multicast are the general stages'.
-                pkt::parse_plain_v6(frame, p) && !is_multicast(p) && !is_link_local_v6(p.dst_v6())
-            };
-            if plain {
-                s.key_idx[m] = i as u8;
-                m += 1;
+                && !is_multicast(p)
+                && !is_link_local_v6(p.dst_v6())
+            {
+                s.v6_idx[n6] = i as u8;
+                s.v6_dst[n6] = p.dst_v6();
+                n6 += 1;
             }
         }
         // The first match of each packet that goes on, by packet (None: no
         // match, or no rules).
         let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
-        if m > 0 && !t.acl.is_empty() {
-            for k in 0..m {
-                let p = &s.parsed[usize::from(s.key_idx[k])];
-                s.keys[k] = key_of(p, self.in_port as u16);
+        if n4 + n6 > 0 && !t.acl.is_empty() {
+            let m = n4 + n6;
+            let port = self.in_port as u16;
+            for k in 0..n4 {
+                s.keys[k] = key_of(&s.parsed[usize::from(s.v4_idx[k])], port);
+            }
+            for k in 0..n6 {
+                s.keys[n4 + k] = key_of(&s.parsed[usize::from(s.v6_idx[k])], port);
             }
             let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
             t.acl.classify_burst(&s.keys[..m], &mut found[..m]);
-            let mut kept = 0;
-            for (k, &hit) in found[..m].iter().enumerate() {
-                if hit.is_some_and(|r| !r.only_permits()) {
-                    continue;
-                }
-                let i = s.key_idx[k];
-                rule[usize::from(i)] = hit;
-                s.key_idx[kept] = i;
-                kept += 1;
-            }
-            m = kept;
-        }
-        let (mut n4, mut n6) = (0, 0);
-        for &i in &s.key_idx[..m] {
-            let p = &s.parsed[usize::from(i)];
-            if p.kind == L3Kind::V4 {
-                s.v4_idx[n4] = i;
-                s.v4_dst[n4] = p.dst_v4();
-                n4 += 1;
-            } else {
-                s.v6_idx[n6] = i;
-                s.v6_dst[n6] = p.dst_v6();
-                n6 += 1;
-            }
+            let (f4, f6) = found[..m].split_at(n4);
+            n4 = keep_permitted(&mut s.v4_idx, &mut s.v4_dst, f4, &mut rule);
+            n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, f6, &mut rule);
         }
         let vrf = t.port_vrf(self.in_port);
         let parsed = &s.parsed;
@@ -193,6 +187,30 @@ impl Pipeline<'_> {
         }
         rest
     }
+}
+
+/// Keeps, in order, the candidates (`idx`, `dst`) whose first match
+/// (`found`, one per candidate) merely permits or is none, and records it
+/// in `rule` by packet; returns how many are kept.
+#[inline(always)]
+fn keep_permitted<'a, T: Copy>(
+    idx: &mut [u8; BURST],
+    dst: &mut [T; BURST],
+    found: &[Option<&'a RuleEntry>],
+    rule: &mut [Option<&'a RuleEntry>; BURST],
+) -> usize {
+    let mut kept = 0;
+    for (k, &hit) in found.iter().enumerate() {
+        if hit.is_some_and(|r| !r.only_permits()) {
+            continue;
+        }
+        let i = idx[k];
+        rule[usize::from(i)] = hit;
+        idx[kept] = i;
+        dst[kept] = dst[k];
+        kept += 1;
+    }
+    kept
 }
 
 #[cfg(test)]
