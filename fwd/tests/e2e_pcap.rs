@@ -6,6 +6,7 @@
 mod common;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::process::Output;
 
 use common::*;
 use fwd::pkt::build::{self, FrameSpec, VlanTag};
@@ -79,6 +80,28 @@ fn v4(s: &str) -> Ipv4Addr {
 }
 fn v6(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
+}
+
+/// Writes `input` as p0's pcap (the other ports receive nothing), runs fwd
+/// (`config(tag, ..)`) until it has received all of it, and returns its
+/// output and final stats.
+fn forward(dir: &TempDir, tag: &str, input: &[Vec<u8>]) -> (Output, serde_json::Value) {
+    pcap::write(dir.path("in.pcap"), input).unwrap();
+    pcap::write(dir.path("empty.pcap"), &[]).unwrap();
+    let stats_path = dir.path("stats.json");
+    let out = run_fwd(
+        dir,
+        &config(tag, dir),
+        &[
+            "--exit-after-rx",
+            &input.len().to_string(),
+            "--stats-json",
+            stats_path.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stats = read_stats(&stats_path);
+    (out, stats)
 }
 
 #[test]
@@ -177,22 +200,7 @@ fn pcap_in_exact_pcaps_out() {
     // 16. Directly attached neighbour on p2 (connected 10.0.2.0/24 + neighbour).
     input.push(build::udp4(&spec(64), src, v4("10.0.2.2"), 11, 12, payload));
 
-    pcap::write(dir.path("in.pcap"), &input).unwrap();
-    pcap::write(dir.path("empty.pcap"), &[]).unwrap();
-
-    let stats_path = dir.path("stats.json");
-    let out = run_fwd(
-        &dir,
-        &config("p", &dir),
-        &[
-            "--exit-after-rx",
-            &input.len().to_string(),
-            "--stats-json",
-            stats_path.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let stats = read_stats(&stats_path);
+    let (out, stats) = forward(&dir, "p", &input);
     let mac1 = mac_of(&stats, 1);
     let mac2 = mac_of(&stats, 2);
 
@@ -396,22 +404,7 @@ fn whole_bursts_to_one_port_leave_in_order() {
     let input: Vec<Vec<u8>> = (0..100u16)
         .map(|i| build::udp4(&spec(64), src, dst(i), 1000 + i, 53, &payload(i)))
         .collect();
-    pcap::write(dir.path("in.pcap"), &input).unwrap();
-    pcap::write(dir.path("empty.pcap"), &[]).unwrap();
-
-    let stats_path = dir.path("stats.json");
-    let out = run_fwd(
-        &dir,
-        &config("w", &dir),
-        &[
-            "--exit-after-rx",
-            &input.len().to_string(),
-            "--stats-json",
-            stats_path.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let stats = read_stats(&stats_path);
+    let (_, stats) = forward(&dir, "w", &input);
     let (mac1, mac2) = (mac_of(&stats, 1), mac_of(&stats, 2));
     let (mut want1, mut want2) = (vec![], vec![]);
     for i in 0..100u16 {
