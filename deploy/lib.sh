@@ -90,9 +90,16 @@ wait_forwarding() {
 
 # Writes a daemon config with N /24 routes 10.1.x.0/24 and 10.2.x.0/24.. via
 # a neighbour on port `out`, replaying $1 (pcap) endlessly into port `in`.
-# $2 = output config path, $3 = number of routes, $4 = output device devargs.
+# $2 = output config path, $3 = number of routes, $4 = output device devargs,
+# $5 = hugepages (true/false), $6 = 6 for IPv6 instead: the N /64 routes
+# fd01:0:a01:1::/64.. that `fwd-flows --v6 --dst 10.1.0.1 --dst-count N`
+# sends to, via fd09::2 on `out`.
 write_replay_config() {
-    local pcap="$1" cfg="$2" nroutes="$3" outdev="$4" hugepages="${5:-false}"
+    local pcap="$1" cfg="$2" nroutes="$3" outdev="$4" hugepages="${5:-false}" family="${6:-4}"
+    local in_addr="10.0.0.254/16" out_addr="10.9.0.1/24" gw="10.9.0.2"
+    if [ "$family" = 6 ]; then
+        in_addr="'fd00::ffff:fffe/64'" out_addr="'fd09::1/64'" gw="'fd09::2'"
+    fi
     {
         echo "eal:"
         echo "  main_lcore: 0"
@@ -101,19 +108,25 @@ write_replay_config() {
         echo "ports:"
         echo "  - name: in"
         echo "    device: net_pcap0,rx_pcap=$pcap,infinite_rx=1"
-        echo "    addresses: [10.0.0.254/16]"
+        echo "    addresses: [$in_addr]"
         echo "  - name: out"
         echo "    device: $outdev"
-        echo "    addresses: [10.9.0.1/24]"
+        echo "    addresses: [$out_addr]"
         echo "workers:"
         echo "  - lcore: 1"
         echo "    rx: [{port: in}, {port: out}]"
         echo "neighbours:"
-        echo "  - {ip: 10.9.0.2, mac: \"02:00:00:00:09:02\", port: out}"
+        echo "  - {ip: $gw, mac: \"02:00:00:00:09:02\", port: out}"
         echo "routes:"
-        local i
+        local i d
         for ((i = 0; i < nroutes; i++)); do
-            echo "  - {prefix: 10.$((1 + i / 256)).$((i % 256)).0/24, via: 10.9.0.2, dev: out}"
+            if [ "$family" = 6 ]; then
+                d=$((0x0a010001 + i))
+                printf "  - {prefix: 'fd01:0:%x:%x::/64', via: %s, dev: out}\n" \
+                    $((d >> 16)) $((d & 0xffff)) "$gw"
+            else
+                echo "  - {prefix: 10.$((1 + i / 256)).$((i % 256)).0/24, via: $gw, dev: out}"
+            fi
         done
     } > "$cfg"
 }

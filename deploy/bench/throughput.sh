@@ -16,12 +16,26 @@
 # lyxocs acl1_10k, every rule a permit, then a final permit), loaded with
 # fwdctl -b once the daemon forwards, before the measured intervals
 # (-> bench-results/throughput_loaded.md).
+#
+# FAMILY=6: the same recipe in IPv6 (64-byte UDP/IPv6 frames, fwd-flows --v6,
+# each destination in a /64 of its own and ROUTES /64 routes, one per
+# destination) -> bench-results/throughput_v6.md. Not with LOADED=1.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
 ROUTES="${1:-1000}"
 LOADED="${LOADED:-0}"
+FAMILY="${FAMILY:-4}"
 OUT="$ROOT/bench-results/throughput.md"
+case "$FAMILY" in
+    4) flows_opt="" ;;
+    6) flows_opt="--v6" OUT="$ROOT/bench-results/throughput_v6.md" ;;
+    *) echo "$0: FAMILY must be 4 or 6" >&2; exit 1 ;;
+esac
+if [ "$FAMILY" = 6 ] && [ "$LOADED" = 1 ]; then
+    echo "$0: LOADED=1 is IPv4 only" >&2
+    exit 1
+fi
 if [ "$LOADED" = 1 ]; then
     find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
     OUT="$ROOT/bench-results/throughput_loaded.md"
@@ -31,8 +45,8 @@ fi
 build_release
 WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$ROUTES"
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-rx=1" true
+"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$ROUTES" $flows_opt
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-rx=1" true "$FAMILY"
 load_note=""
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
@@ -120,6 +134,10 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
         echo "- loaded with one \`fwdctl -b\` after start-up: $load_note (ClassBench lyxocs"
         echo "  acl1_10k, each rule a permit, then a final permit: a packet walks the trees to"
         echo "  a leaf whichever rule it matches); load took $(cat "$WORK/fwd.load_s") s"
+    elif [ "$FAMILY" = 6 ]; then
+        echo "# Throughput: plain IPv6 forwarding, one worker lcore"
+        echo
+        echo "- command: \`FAMILY=6 deploy/bench/throughput.sh $ROUTES\`"
     else
         echo "# Throughput: plain IPv4 forwarding, one worker lcore"
         echo
@@ -127,8 +145,14 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     fi
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
-    echo "- recipe: 512 x 2 MiB hugepages, net_pcap infinite replay of 4096 64-byte UDP flows"
-    echo "  to $ROUTES destinations -> one worker lcore (CPU 1) -> net_null; $ROUTES /24 routes;"
+    if [ "$FAMILY" = 6 ]; then
+        echo "- recipe: 512 x 2 MiB hugepages, net_pcap infinite replay of 4096 64-byte UDP/IPv6"
+        echo "  flows to $ROUTES destinations -> one worker lcore (CPU 1) -> net_null; $ROUTES /64 routes,"
+        echo "  one per destination;"
+    else
+        echo "- recipe: 512 x 2 MiB hugepages, net_pcap infinite replay of 4096 64-byte UDP flows"
+        echo "  to $ROUTES destinations -> one worker lcore (CPU 1) -> net_null; $ROUTES /24 routes;"
+    fi
     echo "  rates of the last two 10 s intervals of a 31 s run (the first includes start-up)"
     echo
     echo "| program | Mpps (per 10 s interval) | mean Mpps | ns/packet |"

@@ -7,12 +7,17 @@
 //! ```
 //! Flow `i` goes from `src + i/dst-count` to `dst + i % dst-count` with source
 //! port `1024 + i % 50000`; `--dst-count` spreads flows over that many
-//! destinations (e.g. one per route).
+//! destinations (e.g. one per route). With `--v6` the same 32-bit numbers
+//! become `fd00::<src>` and `fd01:0:<dst>::1` (each destination in a /64 of
+//! its own).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use anyhow::{anyhow, bail, Context, Result};
 use fwd::pkt::{build, pcap};
+
+const USAGE: &str = "usage: fwd-flows OUT.pcap [--flows N] [--size BYTES] [--v6] \
+[--src A.B.C.D] [--dst A.B.C.D] [--dst-count N] [--dst-mac MAC]";
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
@@ -36,11 +41,15 @@ fn main() -> Result<()> {
             "--dst-mac" => {
                 dst_mac = fwd::config::parse_mac(&val()?).map_err(|e| anyhow!("--dst-mac: {e}"))?
             }
-            s if s.starts_with('-') => bail!("unknown option {s}"),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            s if s.starts_with('-') => bail!("unknown option {s}\n{USAGE}"),
             s => out = Some(s.to_string()),
         }
     }
-    let out = out.ok_or_else(|| anyhow!("usage: fwd-flows OUT.pcap [options]"))?;
+    let out = out.ok_or_else(|| anyhow!("{USAGE}"))?;
     if flows == 0 || dst_count == 0 {
         bail!("--flows and --dst-count must be positive");
     }
@@ -61,7 +70,9 @@ fn main() -> Result<()> {
         let sport = 1024 + (i % 50000) as u16;
         let f = if v6 {
             let s6 = Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0000u128 | u128::from(s));
-            let d6 = Ipv6Addr::from(0xfd01_0000_0000_0000_0000_0000_0000_0000u128 | u128::from(d));
+            // Each IPv4-style destination its own /64: fd01:0:AAAA:BBBB::1.
+            let d6 =
+                Ipv6Addr::from(0xfd01_0000_0000_0000_0000_0000_0000_0001u128 | u128::from(d) << 64);
             build::udp6(&spec, s6, d6, sport, 9, &payload)
         } else {
             build::udp4(
