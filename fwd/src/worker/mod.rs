@@ -261,18 +261,19 @@ impl Worker {
         }
 
         // A full burst forwarded whole to one port whose buffer is empty
-        // goes out as it is (l3fwd's shortcut); the rest one by one.
-        if let Some(Verdict::Tx(port)) = s.verdict.first().copied().filter(|_| n == BURST) {
+        // goes out as it is (l3fwd's shortcut); the rest one by one. (With
+        // packets waiting in that buffer, the order on the port needs them
+        // sent first: the one-by-one path.)
+        if let (true, Verdict::Tx(port)) = (n == BURST, s.verdict[0]) {
             let out = usize::from(port);
-            if s.verdict[..n].iter().all(|&v| v == Verdict::Tx(port))
-                && self.txbufs.get(out).is_some_and(TxBuffer::is_empty)
-            {
+            let whole = s.verdict[..n].iter().all(|&v| v == Verdict::Tx(port));
+            if whole && self.txbufs.get(out).is_some_and(TxBuffer::is_empty) {
                 if let Some(f) = self.setup.tx.get_mut(out).and_then(|q| burst.send_all(q)) {
                     account_tx(counters, out, f);
                 }
             }
         }
-        // Carry out the verdicts (none left after the shortcut).
+        // Carry out the verdicts (none are left after the shortcut).
         let mut now_ns = None;
         for i in 0..burst.len() {
             let v = s.verdict[i];
