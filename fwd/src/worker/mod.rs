@@ -3,14 +3,18 @@
 //! - [`pipeline`]: the stages over a burst (parse, classify, route, act),
 //!   each producing per-packet verdicts; pure over byte frames and tested
 //!   without DPDK.
+//! - [`fast`]: the common packet (plain IPv4/IPv6 UDP or TCP, routed to a
+//!   resolved next hop) in two passes ahead of the stages, which get what
+//!   it leaves.
 //! - [`local`]: what the appliance answers or originates itself (ARP, ND,
 //!   echo, ICMP errors and their rate limiter).
 //! - [`trace`]: packet trace and capture, when the control side arms them
 //!   (one relaxed load per burst when it does not).
-//! - this file: RX, carrying out the verdicts (TX buffers, ICMP errors in
-//!   fresh mbufs, IPv4 fragments, handing packets to the control side
-//!   through [`crate::punt`]), draining what the control side asks to send,
-//!   and the drain timer.
+//! - this file: RX, carrying out the verdicts (a full burst forwarded
+//!   whole to one port straight to the driver, the rest through the TX
+//!   buffers; ICMP errors in fresh mbufs, IPv4 fragments, handing packets
+//!   to the control side through [`crate::punt`]), draining what the
+//!   control side asks to send, and the drain timer.
 //!
 //! Each received burst takes a table snapshot (a single Acquire load in
 //! [`qsbr::Reader::snapshot`](crate::qsbr::Reader::snapshot)) after it has
