@@ -9,8 +9,8 @@
 //! [`hostif`] (the ports' kernel interfaces and the host thread),
 //! [`systemd`] (readiness and the watchdog), [`preflight`] (the machine
 //! checked against a config before a start), [`dpdk`]
-//! (safe wrappers; with `qsbr`, [`arch`] (prefetch) and `hostif::tap` the
-//! only `unsafe`), and
+//! (safe wrappers; with `qsbr`, [`arch`] (prefetch), `hostif::tap` and
+//! `route::larc` (the routing tables' counted nodes) the only `unsafe`), and
 //! [`corpus`] (where tests and benchmarks find the external data sets).
 
 pub mod acl;

@@ -24,7 +24,6 @@
 
 use std::collections::HashSet;
 use std::mem::size_of;
-use triomphe::Arc;
 
 use super::parray::{all_eq, PArray};
 use crate::arch;
@@ -57,8 +56,6 @@ pub(crate) struct Fib<const W: u32> {
     /// No free group below `free_hint * 64`.
     free_hint: usize,
     used: usize,
-    /// The last uniform page made by `full` (reused within a batch).
-    uniform: Option<Arc<[u32; PAGE]>>,
     /// First-level pages this batch wrote zeros to: each may have become
     /// all zero, and is checked once, at the end of the batch ([`Fib::trim`]),
     /// rather than scanned (4 KiB) after every write, which made deleting
@@ -82,7 +79,6 @@ impl<const W: u32> Fib<W> {
             free: Vec::new(),
             free_hint: 0,
             used: 0,
-            uniform: None,
             zeroed: Vec::new(),
         }
     }
@@ -260,21 +256,6 @@ impl<const W: u32> Fib<W> {
         }
     }
 
-    /// A shared page of 1024 `v`s (the canonical zero page for 0).
-    fn uniform_page(&mut self, v: u32) -> Arc<[u32; PAGE]> {
-        if v == 0 {
-            return self.tbl24.zero_page().clone();
-        }
-        match &self.uniform {
-            Some(u) if u[0] == v => u.clone(),
-            _ => {
-                let u = Arc::new([v; PAGE]);
-                self.uniform = Some(u.clone());
-                u
-            }
-        }
-    }
-
     /// Entries `t[a..=b]` are entirely covered: write `v`, freeing any groups below.
     /// Whole first-level pages are not written but pointed at a shared uniform page,
     /// so a short prefix (down to a default route) costs pointers, not 64 MiB.
@@ -303,13 +284,12 @@ impl<const W: u32> Fib<W> {
             let end = b.min(p * PAGE + PAGE - 1);
             let (s, e) = (i % PAGE, end % PAGE);
             if t == Tab::T24 && s == 0 && e == PAGE - 1 {
-                let uni = self.uniform_page(v);
-                let old = self.tbl24.page_arc(p);
-                if !Arc::ptr_eq(old, &uni) {
-                    if !Arc::ptr_eq(old, self.tbl24.zero_page()) && has_ext(&old[..]) {
+                if !self.tbl24.is_uniform(p, &v) {
+                    let old = self.tbl24.page(p);
+                    if !self.tbl24.is_canonical(p) && has_ext(&old[..]) {
                         nested.extend(old.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
                     }
-                    self.tbl24.replace_page(p, uni);
+                    self.tbl24.set_uniform(p, v);
                 }
                 i = end + 1;
                 continue;
@@ -394,7 +374,7 @@ impl<const W: u32> Fib<W> {
     /// End of batch: first-level pages left all zero go back to the shared
     /// zero page, and whole trailing dirs of free groups are dropped.
     pub(crate) fn trim(&mut self) {
-        self.uniform = None;
+        self.tbl24.end_batch();
         let mut zeroed = std::mem::take(&mut self.zeroed);
         zeroed.sort_unstable();
         zeroed.dedup();

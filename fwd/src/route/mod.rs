@@ -13,8 +13,8 @@
 //!   atomically with the new version, since readers only ever see published ones.
 //! * Versions are persistent: the new one shares every page and trie node the
 //!   batch did not touch with the old one. Memory touched by a batch is copied once
-//!   per batch (`parray::make_mut`: the first write copies, later writes of the same
-//!   batch go in place), never the whole table. Dropping an old version frees only
+//!   per batch (`cow::make_mut`, `larc::cow`: the first write copies, later writes
+//!   of the same batch go in place), never the whole table. Dropping an old version frees only
 //!   what no newer version shares; the caller (the QSBR publisher) decides when.
 //! * The writer must own the version it extends privately: `apply` clones `self`
 //!   first, so the published version is never written. [`Routing::apply_owned`] and
@@ -29,7 +29,7 @@
 //!   IPv6 (same code, 14 levels at most). Entries are 4 bytes and hold the encoded
 //!   [`Target`] (a next-hop or group id, or blackhole/reject/local), so the FIB is
 //!   independent of next-hop contents. The 2^24-entry first level (64 MiB when
-//!   fully populated) is split into 4 KiB `Arc` pages under a three-level directory,
+//!   fully populated) is split into 4 KiB pages under a three-level directory,
 //!   which is what makes copy-on-write per batch affordable. Updates write a
 //!   prefix's range minus its more specific RIB prefixes (the rte_fib method), so
 //!   entries carry no depth and no route ever rewrites the whole table. A range
@@ -46,12 +46,16 @@
 //!
 //! Where the time of an update goes (measured, see `bench-results/route.md`): a
 //! random route change copies one 4 KiB first-level page and one RIB leaf node,
-//! and a batch copies each directory node it touches once; cloning a directory
-//! node increments the count of each of its children, and those locked
-//! increments are what dominate a batch of random changes (about half RIB, half
-//! FIB). Reference counts are therefore loaded (plain, overlapping loads) before a
-//! node is cloned or dropped (`parray::touch`), and IPv4 and IPv6 live behind
-//! separate `Arc`s so that a batch of one family copies nothing of the other.
+//! and a batch copies each directory node it touches once; copying a directory
+//! node counts one more reference to each of its children, and a version's drop
+//! one fewer. As locked instructions those counts were half the time of a
+//! one-change version, so the nodes of the paged arrays and of the RIB count
+//! their references with plain loads and stores under a lock per table that
+//! every copy of it shares (`larc`), taken per copied node, never per write.
+//! IPv4 and IPv6 live behind separate `Arc`s so that a batch of one family copies
+//! nothing of the other, and the next hops' reference counts are a table apart
+//! from the next hops, so that a route change (which writes a count) does not
+//! copy the next-hop table.
 //!
 //! Why copy-on-write rather than in-place entries with generation ranges: a
 //! DIR-24-8 entry is 4 bytes and is the thing the data path loads; there is no
@@ -60,7 +64,9 @@
 //! for free (one root pointer swap) at the cost of copying each touched 4 KiB page
 //! once per batch.
 
+mod cow;
 mod fib;
+mod larc;
 pub mod loader;
 pub mod nexthop;
 mod parray;
@@ -73,10 +79,10 @@ mod tests;
 use std::collections::{BTreeMap, HashSet};
 use triomphe::Arc;
 
+use cow::make_mut;
 use fib::{BurstFib, Fib};
-use nexthop::IdTable;
 pub use nexthop::{Group, NextHop, HIGH_IDS, MAX_GROUP_MEMBERS, MAX_ID};
-use parray::make_mut;
+use nexthop::{IdTable, RefTable};
 pub use prefix::{mask4, mask6, Prefix, Prefix4, Prefix6, PrefixError};
 use rib::Rib;
 
@@ -497,7 +503,9 @@ impl<const W: u32> Family<W> {
 pub struct Routing {
     vrfs: Arc<BTreeMap<Vrf, Arc<VrfTables>>>,
     nhs: Arc<IdTable<NextHop>>,
+    nh_refs: Arc<RefTable>,
     groups: Arc<IdTable<Arc<Group>>>,
+    group_refs: Arc<RefTable>,
     /// Ports that are down: their next hops get no ECMP slots.
     down_ports: Arc<std::collections::BTreeSet<u16>>,
     version: u64,
@@ -583,7 +591,9 @@ impl Routing {
         Routing {
             vrfs: Arc::new(BTreeMap::new()),
             nhs: Arc::new(IdTable::new()),
+            nh_refs: Arc::new(RefTable::new()),
             groups: Arc::new(IdTable::new()),
+            group_refs: Arc::new(RefTable::new()),
             down_ports: Arc::default(),
             version: 0,
             fpm_routes: 0,
@@ -878,12 +888,12 @@ impl Routing {
 
     /// Routes and group memberships using next hop `id`.
     pub fn nexthop_refs(&self, id: NhId) -> u32 {
-        self.nhs.refs(id)
+        self.nh_refs.get(id)
     }
 
     /// Routes using group `id`.
     pub fn group_refs(&self, id: GroupId) -> u32 {
-        self.groups.refs(id)
+        self.group_refs.get(id)
     }
 
     /// Lowest next-hop id above every id in use (for allocating new ids).
@@ -926,7 +936,7 @@ impl Routing {
                 fib6_bytes: t.v6.fib.mem(&mut seen),
             };
             total += std::mem::size_of::<VrfTables>()
-                + 3 * parray::ARC_HEADER
+                + 3 * cow::ARC_HEADER
                 + std::mem::size_of::<Family<32>>()
                 + std::mem::size_of::<Family<128>>()
                 + v.rib4_bytes
@@ -935,7 +945,10 @@ impl Routing {
                 + v.fib6_bytes;
             s.vrfs.push(v);
         }
-        s.nh_bytes = self.nhs.mem(&mut seen) + self.groups.mem_groups(&mut seen);
+        s.nh_bytes = self.nhs.mem(&mut seen)
+            + self.nh_refs.mem(&mut seen)
+            + self.groups.mem_groups(&mut seen)
+            + self.group_refs.mem(&mut seen);
         s.total_bytes = total + s.nh_bytes;
         s
     }
@@ -1034,8 +1047,8 @@ impl Txn {
     #[inline(always)]
     fn add_ref(&mut self, t: Target, delta: i32) {
         match t {
-            Target::NextHop(id) => make_mut(&mut self.r.nhs).add_ref(id, delta),
-            Target::Group(id) => make_mut(&mut self.r.groups).add_ref(id, delta),
+            Target::NextHop(id) => make_mut(&mut self.r.nh_refs).add(id, delta),
+            Target::Group(id) => make_mut(&mut self.r.group_refs).add(id, delta),
             _ => {}
         }
     }
@@ -1241,7 +1254,7 @@ impl Txn {
     /// `UnknownNextHop`, `NextHopInUse`.
     pub fn nh_del(&mut self, id: NhId) -> Result<NextHop, RouteError> {
         self.r.nhs.get(id).ok_or(RouteError::UnknownNextHop(id))?;
-        let refs = self.r.nhs.refs(id);
+        let refs = self.r.nh_refs.get(id);
         if refs != 0 {
             return Err(RouteError::NextHopInUse { id, refs });
         }
@@ -1308,9 +1321,9 @@ impl Txn {
             return Err(RouteError::GroupExists(id));
         }
         let g = self.build_group(id, members)?;
-        let nhs = make_mut(&mut self.r.nhs);
+        let refs = make_mut(&mut self.r.nh_refs);
         for &(nh, _) in members {
-            nhs.add_ref(nh, 1);
+            refs.add(nh, 1);
         }
         make_mut(&mut self.r.groups).put(id, Arc::new(g));
         Ok(())
@@ -1328,12 +1341,12 @@ impl Txn {
             .cloned()
             .ok_or(RouteError::UnknownGroup(id))?;
         let g = self.build_group(id, members)?;
-        let nhs = make_mut(&mut self.r.nhs);
+        let refs = make_mut(&mut self.r.nh_refs);
         for &(nh, _) in members {
-            nhs.add_ref(nh, 1);
+            refs.add(nh, 1);
         }
         for &(nh, _) in old.members() {
-            nhs.add_ref(nh, -1);
+            refs.add(nh, -1);
         }
         make_mut(&mut self.r.groups).put(id, Arc::new(g));
         Ok(())
@@ -1350,14 +1363,14 @@ impl Txn {
             .get(id)
             .cloned()
             .ok_or(RouteError::UnknownGroup(id))?;
-        let refs = self.r.groups.refs(id);
+        let refs = self.r.group_refs.get(id);
         if refs != 0 {
             return Err(RouteError::GroupInUse { id, refs });
         }
         make_mut(&mut self.r.groups).remove(id);
-        let nhs = make_mut(&mut self.r.nhs);
+        let refs = make_mut(&mut self.r.nh_refs);
         for &(nh, _) in g.members() {
-            nhs.add_ref(nh, -1);
+            refs.add(nh, -1);
         }
         Ok(())
     }

@@ -10,7 +10,8 @@ use std::mem::size_of;
 use std::net::IpAddr;
 use triomphe::Arc;
 
-use super::parray::{PArray, ARC_HEADER};
+use super::cow::ARC_HEADER;
+use super::parray::PArray;
 use super::{GroupId, NhId, RouteError};
 
 /// Largest next-hop or group id.
@@ -159,7 +160,9 @@ impl Group {
 /// leaves the ids below to the operator.
 pub const HIGH_IDS: u32 = 1 << 23;
 
-/// A table of `T` by id with reference counts.
+/// A table of `T` by id (the counts of references to each are a
+/// [`RefTable`] of their own: a route change writes a count and must not
+/// copy anything of the items, which the data path reads).
 ///
 /// Ids below [`HIGH_IDS`] and from it up are two separate paged arrays, each
 /// indexed from its own first id. Tables in use hold a few ids at the bottom
@@ -169,7 +172,7 @@ pub const HIGH_IDS: u32 = 1 << 23;
 /// those 640 pointers (and counted a reference to each) into its version:
 /// +4.6 us per one-change version.
 #[derive(Clone)]
-pub(crate) struct IdTable<T: Clone + PartialEq> {
+pub(crate) struct IdTable<T: Clone + PartialEq + Send + Sync + 'static> {
     low: Half<T>,
     high: Half<T>,
     count: usize,
@@ -183,16 +186,14 @@ type Refs = PArray<u32, 1024, 16, 16>;
 
 /// The ids of one range, from its first id (index 0) up.
 #[derive(Clone)]
-struct Half<T: Clone + PartialEq> {
+struct Half<T: Clone + PartialEq + Send + Sync + 'static> {
     items: PArray<Option<T>, ITEMS_PAGE, 16, 16>,
-    refs: Refs,
 }
 
-impl<T: Clone + PartialEq> Half<T> {
+impl<T: Clone + PartialEq + Send + Sync + 'static> Half<T> {
     fn new() -> Self {
         Half {
             items: PArray::new(0, None),
-            refs: PArray::new(0, 0),
         }
     }
 
@@ -200,12 +201,6 @@ impl<T: Clone + PartialEq> Half<T> {
     fn trim(&mut self) {
         while self.items.dirs() > 0 && self.items.dir_is_zero(self.items.dirs() - 1) {
             self.items.pop_dir();
-        }
-        while self.refs.dirs() > 0
-            && self.refs.dir_is_zero(self.refs.dirs() - 1)
-            && self.refs.capacity() - Refs::PER_DIR >= self.items.capacity()
-        {
-            self.refs.pop_dir();
         }
     }
 
@@ -237,13 +232,19 @@ impl<T: Clone + PartialEq> Half<T> {
                     })
             })
     }
+}
 
-    fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        self.items.mem(seen) + self.refs.mem(seen)
+/// The index of `id` in its half, and whether that is the high one.
+#[inline(always)]
+fn split_id(id: u32) -> (bool, usize) {
+    if id < HIGH_IDS {
+        (false, id as usize)
+    } else {
+        (true, (id - HIGH_IDS) as usize)
     }
 }
 
-impl<T: Clone + PartialEq> IdTable<T> {
+impl<T: Clone + PartialEq + Send + Sync + 'static> IdTable<T> {
     pub(crate) fn new() -> Self {
         IdTable {
             low: Half::new(),
@@ -255,19 +256,17 @@ impl<T: Clone + PartialEq> IdTable<T> {
     /// The half that holds `id`, and `id`'s index in it.
     #[inline(always)]
     fn half(&self, id: u32) -> (&Half<T>, usize) {
-        if id < HIGH_IDS {
-            (&self.low, id as usize)
-        } else {
-            (&self.high, (id - HIGH_IDS) as usize)
+        match split_id(id) {
+            (false, i) => (&self.low, i),
+            (true, i) => (&self.high, i),
         }
     }
 
     #[inline(always)]
     fn half_mut(&mut self, id: u32) -> (&mut Half<T>, usize) {
-        if id < HIGH_IDS {
-            (&mut self.low, id as usize)
-        } else {
-            (&mut self.high, (id - HIGH_IDS) as usize)
+        match split_id(id) {
+            (false, i) => (&mut self.low, i),
+            (true, i) => (&mut self.high, i),
         }
     }
 
@@ -275,11 +274,6 @@ impl<T: Clone + PartialEq> IdTable<T> {
     pub(crate) fn get(&self, id: u32) -> Option<&T> {
         let (h, i) = self.half(id);
         h.items.try_get(i)?.as_ref()
-    }
-
-    pub(crate) fn refs(&self, id: u32) -> u32 {
-        let (h, i) = self.half(id);
-        h.refs.try_get(i).copied().unwrap_or(0)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -290,7 +284,6 @@ impl<T: Clone + PartialEq> IdTable<T> {
     pub(crate) fn put(&mut self, id: u32, v: T) -> bool {
         let (h, i) = self.half_mut(id);
         h.items.grow_to(i + 1);
-        h.refs.grow_to(i + 1);
         let new = h.items.get(i).is_none();
         h.items.set(i, Some(v));
         self.count += usize::from(new);
@@ -307,16 +300,6 @@ impl<T: Clone + PartialEq> IdTable<T> {
         old
     }
 
-    #[inline(always)]
-    pub(crate) fn add_ref(&mut self, id: u32, delta: i32) {
-        let (h, i) = self.half_mut(id);
-        let c = h.refs.get_mut(i);
-        *c = c.wrapping_add_signed(delta);
-        if *c == 0 {
-            h.refs.canonicalize(i / 1024);
-        }
-    }
-
     /// The largest id present.
     pub(crate) fn last_id(&self) -> Option<u32> {
         self.high.last(HIGH_IDS).or_else(|| self.low.last(0))
@@ -325,6 +308,63 @@ impl<T: Clone + PartialEq> IdTable<T> {
     /// Every item, by id.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> + '_ {
         self.low.iter(0).chain(self.high.iter(HIGH_IDS))
+    }
+
+    pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
+        self.low.items.mem(seen) + self.high.items.mem(seen)
+    }
+}
+
+/// The reference counts of the ids of an [`IdTable`] (the routes and groups
+/// that use each), in the same two ranges; pages of zero counts are the
+/// shared zero page and trailing empty dirs are dropped, so counts that all
+/// went back to zero cost what a new table does.
+#[derive(Clone)]
+pub(crate) struct RefTable {
+    low: Refs,
+    high: Refs,
+}
+
+impl RefTable {
+    pub(crate) fn new() -> Self {
+        RefTable {
+            low: PArray::new(0, 0),
+            high: PArray::new(0, 0),
+        }
+    }
+
+    #[inline(always)]
+    fn half_mut(&mut self, id: u32) -> (&mut Refs, usize) {
+        match split_id(id) {
+            (false, i) => (&mut self.low, i),
+            (true, i) => (&mut self.high, i),
+        }
+    }
+
+    /// The count of `id`.
+    pub(crate) fn get(&self, id: u32) -> u32 {
+        let (h, i) = match split_id(id) {
+            (false, i) => (&self.low, i),
+            (true, i) => (&self.high, i),
+        };
+        h.try_get(i).copied().unwrap_or(0)
+    }
+
+    /// Adds `delta` to the count of `id`.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, id: u32, delta: i32) {
+        let (h, i) = self.half_mut(id);
+        if i >= h.capacity() {
+            h.grow_to(i + 1);
+        }
+        let c = h.get_mut(i);
+        *c = c.wrapping_add_signed(delta);
+        if *c == 0 {
+            h.canonicalize(i / 1024);
+            while h.dirs() > 0 && h.dir_is_zero(h.dirs() - 1) {
+                h.pop_dir();
+            }
+        }
     }
 
     pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
@@ -352,24 +392,27 @@ mod tests {
     use super::*;
 
     /// Ids on both sides of `HIGH_IDS` and at both ends: stored, counted,
-    /// listed in id order and removed; an id just above `HIGH_IDS` costs
+    /// listed in id order and removed (with their counts in a
+    /// [`RefTable`]); an id just above `HIGH_IDS` costs
     /// what an id just above 0 does (its half is one dir long, not 2^23 ids
     /// of dirs), and a table emptied again costs what a new one does.
     #[test]
     fn id_table_halves() {
         let new_mem = IdTable::<u32>::new().mem(&mut HashSet::new());
+        let new_refs = RefTable::new().mem(&mut HashSet::new());
         let ids = [0, 1, HIGH_IDS - 1, HIGH_IDS, HIGH_IDS + 1, MAX_ID];
         let mut t = IdTable::new();
+        let mut r = RefTable::new();
         for &id in &ids {
             assert!(t.put(id, id ^ 0x55));
             assert!(!t.put(id, id ^ 0xaa));
-            t.add_ref(id, 2);
-            t.add_ref(id, -1);
+            r.add(id, 2);
+            r.add(id, -1);
         }
         assert_eq!(t.len(), ids.len());
         for &id in &ids {
             assert_eq!(t.get(id), Some(&(id ^ 0xaa)));
-            assert_eq!(t.refs(id), 1);
+            assert_eq!(r.get(id), 1);
         }
         assert_eq!(t.get(2), None);
         assert_eq!(t.get(HIGH_IDS + 2), None);
@@ -378,19 +421,22 @@ mod tests {
         assert_eq!(t.last_id(), Some(MAX_ID));
         for (k, &id) in ids.iter().enumerate().rev() {
             assert_eq!(t.last_id(), Some(id));
-            t.add_ref(id, -1);
+            r.add(id, -1);
+            assert_eq!(r.get(id), 0);
             assert_eq!(t.remove(id), Some(id ^ 0xaa));
             assert_eq!(t.remove(id), None);
             assert_eq!(t.last_id(), k.checked_sub(1).map(|j| ids[j]));
         }
         assert_eq!(t.len(), 0);
         assert_eq!(t.mem(&mut HashSet::new()), new_mem);
+        assert_eq!(r.mem(&mut HashSet::new()), new_refs);
 
         let one = |id: u32| {
             let mut t = IdTable::new();
             t.put(id, 7u32);
-            t.add_ref(id, 1);
-            t.mem(&mut HashSet::new())
+            let mut r = RefTable::new();
+            r.add(id, 1);
+            t.mem(&mut HashSet::new()) + r.mem(&mut HashSet::new())
         };
         assert_eq!(one(HIGH_IDS + 5), one(5));
     }

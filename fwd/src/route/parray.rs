@@ -1,136 +1,159 @@
 //! A persistent paged array: the storage under the FIB tables and the next-hop table.
 //!
 //! `top -> dir (D mid pointers) -> mid (M page pointers) -> page (N values)`,
-//! every level behind an `Arc`.
-//! The `Arc` is `triomphe`'s, as everywhere in the routing tables: it has no
-//! weak count, so `Arc::make_mut` checks uniqueness with a plain load where
-//! `std`'s does a locked compare-exchange, a full barrier at every level of
-//! every write of a batch (see `bench-results/route.md`).
-//! A write goes through [`make_mut`] on the dir, the mid and the page, so it
-//! copies them the first time a version touches them and writes in place
-//! afterwards (within one batch the working copy is the only owner). Untouched
-//! pages stay shared with every older version. A read is four dependent loads
-//! (`top`, the dirs and the mids are small and cache-hot; the page is the one
-//! cache miss).
+//! every node behind a counted [`LArc`] whose counts change only under the
+//! [`Lineage`] lock the array shares with its copies (see [`super::larc`]).
+//! A write copies the dir, the mid and the page the first time a version
+//! touches them and writes in place afterwards (within one batch the working
+//! copy is the only owner: one count load per level says so). Untouched
+//! pages stay shared with every older version. A read is four dependent
+//! loads (`top`, the dirs and the mids are small and cache-hot; the page is
+//! the one cache miss).
 //!
-//! Copying a node counts one more reference to each of its children (a locked
-//! increment, and a decrement when the old version goes), so a version's cost
-//! is the sum of the fan-outs on its path, while a lookup's is the depth. With
-//! two levels above the pages the FIB's first level (16,384 pages) needed 128
-//! mids of 128: 256 counted references per one-change version, half of its
-//! time. Three levels of 16, 32 and 32 count 80 (`bench-results/route.md`).
+//! Copying a node counts one more reference to each of its children (and
+//! the drop of the old version one fewer), so a version's cost is the sum of
+//! the fan-outs on its path, while a lookup's is the depth. Three levels of
+//! 16, 32 and 32 count 80 for the FIB's first level (16,384 pages); as plain
+//! loads and stores under the lock rather than locked instructions
+//! (`bench-results/route.md`).
 //!
 //! Pages whose values are all `fill` are replaced by one shared canonical page
 //! ([`PArray::canonicalize`]) so an empty table costs a few KiB and a table whose
 //! routes were all deleted returns to exactly the memory of an empty one.
+//! [`PArray::set_uniform`] points a page at a shared page of one value (the
+//! FIB's short prefixes), made once per batch.
 
 use std::collections::HashSet;
 use std::mem::size_of;
 use triomphe::Arc;
 
-/// Size of an `Arc`'s header (`triomphe`'s: one count, no weak count).
-pub(crate) const ARC_HEADER: usize = size_of::<usize>();
+use super::larc::{cow, Held, Kids, LArc, Lazy, Lineage, HEADER};
 
-#[derive(Clone)]
+/// `M` pages.
 pub(crate) struct Mid<T, const N: usize, const M: usize> {
-    pages: [Arc<[T; N]>; M],
+    pages: [LArc<[T; N]>; M],
 }
 
-impl<T, const N: usize, const M: usize> Drop for Mid<T, N, M> {
-    fn drop(&mut self) {
-        // The page decrements that follow are locked instructions on cold lines,
-        // each a full memory round trip; load the counts first (plain loads,
-        // overlapped) so that the decrements hit the cache.
-        touch(&self.pages);
+impl<T, const N: usize, const M: usize> Mid<T, N, M> {
+    /// A copy sharing the pages.
+    fn share(m: &LArc<Self>, h: &Held<'_>) -> LArc<Self> {
+        LArc::new(Mid {
+            pages: std::array::from_fn(|i| m.pages[i].share(h)),
+        })
     }
 }
 
-/// `D` mids: the level between the top and the mids (see the module doc).
-#[derive(Clone)]
-pub(crate) struct Dir<T, const N: usize, const M: usize, const D: usize> {
-    mids: [Arc<Mid<T, N, M>>; D],
-}
-
-impl<T, const N: usize, const M: usize, const D: usize> Drop for Dir<T, N, M, D> {
-    fn drop(&mut self) {
-        // As for a mid's pages.
-        touch(&self.mids);
-    }
-}
-
-/// `Arc::make_mut`, inline when `a` is already private (one load: a
-/// write to what this batch already copied); the copy itself is out of
-/// line. (`triomphe`'s own `make_mut` carries the copy inline and is
-/// called, not inlined, on every write.)
-#[inline(always)]
-pub(crate) fn make_mut<T: Clone>(a: &mut Arc<T>) -> &mut T {
-    make_mut_with(a, |_| ())
-}
-
-/// [`make_mut`], calling `prefetch` on a shared value before copying it
-/// (to load the counts that the copy increments, see [`touch`]).
-#[inline(always)]
-pub(crate) fn make_mut_with<T: Clone>(a: &mut Arc<T>, prefetch: impl FnOnce(&T)) -> &mut T {
-    if !a.is_unique() {
-        unshare(a, prefetch);
-    }
-    match Arc::get_mut(a) {
-        Some(v) => v,
-        None => unreachable!("an Arc made unique is unique"),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn unshare<T: Clone>(a: &mut Arc<T>, prefetch: impl FnOnce(&T)) {
-    prefetch(a);
-    *a = Arc::new(T::clone(a));
-}
-
-/// Loads the reference counts of `arcs` so that the atomic increments or
-/// decrements that follow hit the cache. A locked read-modify-write does not
-/// overlap with other memory accesses the way plain loads do, so cloning or
-/// dropping a node with many cold children is otherwise one serial cache miss
-/// per child.
-#[inline]
-pub(crate) fn touch<'a, A: 'a>(arcs: impl IntoIterator<Item = &'a Arc<A>>) {
-    let mut s = 0usize;
-    for a in arcs {
-        s = s.wrapping_add(Arc::count(a));
-    }
-    std::hint::black_box(s);
-}
-
-/// See the module doc. `N` (values per page), `M` (pages per mid) and `D`
-/// (mids per dir) are powers of two.
-pub(crate) struct PArray<T, const N: usize, const M: usize, const D: usize> {
-    top: Vec<Arc<Dir<T, N, M, D>>>,
-    zero_dir: Arc<Dir<T, N, M, D>>,
-    zero_mid: Arc<Mid<T, N, M>>,
-    zero_page: Arc<[T; N]>,
-    fill: T,
-}
-
-impl<T: Clone, const N: usize, const M: usize, const D: usize> Clone for PArray<T, N, M, D> {
-    fn clone(&self) -> Self {
-        touch(&self.top);
-        PArray {
-            top: self.top.clone(),
-            zero_dir: self.zero_dir.clone(),
-            zero_mid: self.zero_mid.clone(),
-            zero_page: self.zero_page.clone(),
-            fill: self.fill.clone(),
+impl<T, const N: usize, const M: usize> Kids for Mid<T, N, M> {
+    fn release_kids(self, h: &Held<'_>) {
+        for p in self.pages {
+            p.release(h);
         }
     }
 }
 
-impl<T, const N: usize, const M: usize, const D: usize> Drop for PArray<T, N, M, D> {
-    fn drop(&mut self) {
-        touch(&self.top);
+/// `D` mids: the level between the top and the mids (see the module doc).
+pub(crate) struct Dir<T, const N: usize, const M: usize, const D: usize> {
+    mids: [LArc<Mid<T, N, M>>; D],
+}
+
+impl<T, const N: usize, const M: usize, const D: usize> Dir<T, N, M, D> {
+    /// A copy sharing the mids.
+    fn share(d: &LArc<Self>, h: &Held<'_>) -> LArc<Self> {
+        LArc::new(Dir {
+            mids: std::array::from_fn(|i| d.mids[i].share(h)),
+        })
     }
 }
 
-impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArray<T, N, M, D> {
+impl<T, const N: usize, const M: usize, const D: usize> Kids for Dir<T, N, M, D> {
+    fn release_kids(self, h: &Held<'_>) {
+        for m in self.mids {
+            m.release(h);
+        }
+    }
+}
+
+/// The shared all-`fill` nodes.
+struct Zeros<T, const N: usize, const M: usize, const D: usize> {
+    dir: LArc<Dir<T, N, M, D>>,
+    mid: LArc<Mid<T, N, M>>,
+    page: LArc<[T; N]>,
+}
+
+/// See the module doc. `N` (values per page), `M` (pages per mid) and `D`
+/// (mids per dir) are powers of two.
+pub(crate) struct PArray<T: Send + Sync + 'static, const N: usize, const M: usize, const D: usize> {
+    top: Vec<LArc<Dir<T, N, M, D>>>,
+    /// Taken only by `drop`.
+    zeros: Option<Zeros<T, N, M, D>>,
+    /// The last page [`PArray::set_uniform`] made (reused until
+    /// [`PArray::end_batch`]).
+    uniform: Option<LArc<[T; N]>>,
+    fill: T,
+    lin: Arc<Lineage>,
+}
+
+impl<T: Send + Sync + 'static + Clone, const N: usize, const M: usize, const D: usize> Clone
+    for PArray<T, N, M, D>
+{
+    fn clone(&self) -> Self {
+        let h = self.lin.hold();
+        let z = self.zeros();
+        let top = self.top.iter().map(|d| d.share(&h)).collect();
+        let zeros = Some(Zeros {
+            dir: z.dir.share(&h),
+            mid: z.mid.share(&h),
+            page: z.page.share(&h),
+        });
+        drop(h);
+        PArray {
+            top,
+            zeros,
+            uniform: None,
+            fill: self.fill.clone(),
+            lin: self.lin.clone(),
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static, const N: usize, const M: usize, const D: usize> Drop
+    for PArray<T, N, M, D>
+{
+    fn drop(&mut self) {
+        let top = std::mem::take(&mut self.top);
+        let (zeros, uniform) = (self.zeros.take(), self.uniform.take());
+        let h = &self.lin.hold();
+        for d in top {
+            d.release(h);
+        }
+        if let Some(z) = zeros {
+            z.dir.release(h);
+            z.mid.release(h);
+            z.page.release(h);
+        }
+        if let Some(u) = uniform {
+            u.release(h);
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static, const N: usize, const M: usize, const D: usize> PArray<T, N, M, D> {
+    #[inline(always)]
+    fn zeros(&self) -> &Zeros<T, N, M, D> {
+        match &self.zeros {
+            Some(z) => z,
+            None => unreachable!("taken only by drop"),
+        }
+    }
+}
+
+impl<
+        T: Send + Sync + 'static + Clone + PartialEq,
+        const N: usize,
+        const M: usize,
+        const D: usize,
+    > PArray<T, N, M, D>
+{
     const PB: u32 = N.trailing_zeros();
     const MB: u32 = M.trailing_zeros();
     const DB: u32 = D.trailing_zeros();
@@ -141,33 +164,41 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
     /// An array of at least `len` values, all `fill` (rounded up to whole dirs).
     pub(crate) fn new(len: usize, fill: T) -> Self {
         let () = Self::POW2;
-        let zero_page: Arc<[T; N]> = Arc::new(std::array::from_fn(|_| fill.clone()));
-        let zero_mid = Arc::new(Mid {
-            pages: std::array::from_fn(|_| zero_page.clone()),
+        let lin = Arc::new(Lineage::default());
+        let h = lin.hold();
+        let page: LArc<[T; N]> = LArc::new(std::array::from_fn(|_| fill.clone()));
+        let mid = LArc::new(Mid {
+            pages: std::array::from_fn(|_| page.share(&h)),
         });
-        let zero_dir = Arc::new(Dir {
-            mids: std::array::from_fn(|_| zero_mid.clone()),
+        let dir = LArc::new(Dir {
+            mids: std::array::from_fn(|_| mid.share(&h)),
         });
         let dirs = len.div_ceil(Self::PER_DIR);
+        let top = (0..dirs).map(|_| dir.share(&h)).collect();
+        drop(h);
         PArray {
-            top: vec![zero_dir.clone(); dirs],
-            zero_dir,
-            zero_mid,
-            zero_page,
+            top,
+            zeros: Some(Zeros { dir, mid, page }),
+            uniform: None,
             fill,
+            lin,
         }
+    }
+
+    /// Dir, mid and slot of page `p`.
+    #[inline(always)]
+    fn split(p: usize) -> (usize, usize, usize) {
+        (
+            p >> (Self::MB + Self::DB),
+            (p >> Self::MB) & (D - 1),
+            p & (M - 1),
+        )
     }
 
     /// Number of addressable values (a multiple of `N * M * D`).
     #[inline]
     pub(crate) fn capacity(&self) -> usize {
         self.top.len() * Self::PER_DIR
-    }
-
-    /// The mid of page `p`.
-    #[inline(always)]
-    fn mid(&self, p: usize) -> &Mid<T, N, M> {
-        &self.top[p >> (Self::MB + Self::DB)].mids[(p >> Self::MB) & (D - 1)]
     }
 
     /// Value `i`. Panics if `i >= capacity()`.
@@ -188,16 +219,38 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
         self.page_arc(p)
     }
 
+    /// The pointer to page `p` (for identity checks).
+    #[inline(always)]
+    fn page_arc(&self, p: usize) -> &LArc<[T; N]> {
+        let (d, m, s) = Self::split(p);
+        &self.top[d].mids[m].pages[s]
+    }
+
     /// Page `p`, unshared (copied if any other version still holds it).
     #[inline(always)]
     pub(crate) fn page_mut(&mut self, p: usize) -> &mut [T; N] {
-        let dir = make_mut_with(&mut self.top[p >> (Self::MB + Self::DB)], |d| {
-            touch(&d.mids)
-        });
-        let mid = make_mut_with(&mut dir.mids[(p >> Self::MB) & (D - 1)], |m| {
-            touch(&m.pages)
-        });
-        make_mut(&mut mid.pages[p & (M - 1)])
+        let (d, m, s) = Self::split(p);
+        let dir = &self.top[d];
+        if !(dir.is_unique() && dir.mids[m].is_unique() && dir.mids[m].pages[s].is_unique()) {
+            self.unshare_page(p);
+        }
+        let dir = self.top[d].get_mut();
+        let mid = dir.and_then(|d| d.mids[m].get_mut());
+        match mid.and_then(|m| m.pages[s].get_mut()) {
+            Some(pg) => pg,
+            None => unreachable!("a path made private is private"),
+        }
+    }
+
+    /// Copies what other versions share of page `p`'s path, under one lock.
+    #[cold]
+    #[inline(never)]
+    fn unshare_page(&mut self, p: usize) {
+        let (d, m, s) = Self::split(p);
+        let lk = &mut Lazy::new(&self.lin);
+        let dir = cow(&mut self.top[d], lk, Dir::share);
+        let mid = cow(&mut dir.mids[m], lk, Mid::share);
+        cow(&mut mid.pages[s], lk, |pg, _| LArc::new((**pg).clone()));
     }
 
     /// Element `i`, writable (its page, mid and dir made private).
@@ -206,28 +259,22 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
         &mut self.page_mut(i >> Self::PB)[i & (N - 1)]
     }
 
-    /// The `Arc` of page `p` (for identity checks).
-    #[inline(always)]
-    pub(crate) fn page_arc(&self, p: usize) -> &Arc<[T; N]> {
-        &self.mid(p).pages[p & (M - 1)]
-    }
-
-    /// Points page `p` at `page` (a shared page, e.g. a uniform one), and turns
-    /// its mid and dir back into the canonical ones if that made them all
-    /// canonical.
-    pub(crate) fn replace_page(&mut self, p: usize, page: Arc<[T; N]>) {
-        let (d, m, slot) = (
-            p >> (Self::MB + Self::DB),
-            (p >> Self::MB) & (D - 1),
-            p & (M - 1),
-        );
-        let dir = make_mut(&mut self.top[d]);
-        let mid = make_mut(&mut dir.mids[m]);
-        mid.pages[slot] = page;
-        if mid.pages.iter().all(|pg| Arc::ptr_eq(pg, &self.zero_page)) {
-            dir.mids[m] = self.zero_mid.clone();
-            if dir.mids.iter().all(|md| Arc::ptr_eq(md, &self.zero_mid)) {
-                self.top[d] = self.zero_dir.clone();
+    /// Points page `p` at `page` (a shared page), and turns its mid and dir
+    /// back into the canonical ones if that made them all canonical.
+    fn replace_page(&mut self, p: usize, lk: &mut Lazy<'_>, page: LArc<[T; N]>) {
+        let (d, m, s) = Self::split(p);
+        let z = match &self.zeros {
+            Some(z) => z,
+            None => unreachable!("taken only by drop"),
+        };
+        let dir = cow(&mut self.top[d], lk, Dir::share);
+        let mid = cow(&mut dir.mids[m], lk, Mid::share);
+        let h = lk.held();
+        std::mem::replace(&mut mid.pages[s], page).release(h);
+        if mid.pages.iter().all(|pg| LArc::ptr_eq(pg, &z.page)) {
+            std::mem::replace(&mut dir.mids[m], z.mid.share(h)).release(h);
+            if dir.mids.iter().all(|md| LArc::ptr_eq(md, &z.mid)) {
+                std::mem::replace(&mut self.top[d], z.dir.share(h)).release(h);
             }
         }
     }
@@ -236,12 +283,50 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
     /// ever written, or it was canonicalised).
     #[inline]
     pub(crate) fn is_canonical(&self, p: usize) -> bool {
-        Arc::ptr_eq(self.page_arc(p), &self.zero_page)
+        LArc::ptr_eq(self.page_arc(p), &self.zeros().page)
     }
 
-    /// The shared all-`fill` page.
-    pub(crate) fn zero_page(&self) -> &Arc<[T; N]> {
-        &self.zero_page
+    /// Whether page `p` is the shared page of `v`s that [`PArray::set_uniform`]
+    /// would point it at.
+    pub(crate) fn is_uniform(&self, p: usize, v: &T) -> bool {
+        if *v == self.fill {
+            return self.is_canonical(p);
+        }
+        self.uniform
+            .as_ref()
+            .is_some_and(|u| u[0] == *v && LArc::ptr_eq(u, self.page_arc(p)))
+    }
+
+    /// Points page `p` at a page of `v`s shared with every other page set so
+    /// in this batch (the canonical page for `fill`).
+    pub(crate) fn set_uniform(&mut self, p: usize, v: T) {
+        let lin = self.lin.clone();
+        let mut lk = Lazy::new(&lin);
+        let h = lk.held();
+        let page = if v == self.fill {
+            self.zeros().page.share(h)
+        } else {
+            match &self.uniform {
+                Some(u) if u[0] == v => u.share(h),
+                _ => {
+                    let u = LArc::new(std::array::from_fn(|_| v.clone()));
+                    let page = u.share(h);
+                    if let Some(old) = self.uniform.replace(u) {
+                        old.release(h);
+                    }
+                    page
+                }
+            }
+        };
+        self.replace_page(p, &mut lk, page);
+    }
+
+    /// End of a batch: forget the last uniform page (so that a version does
+    /// not keep a page none of its pages point at).
+    pub(crate) fn end_batch(&mut self) {
+        if let Some(u) = self.uniform.take() {
+            u.release(&self.lin.hold());
+        }
     }
 
     /// Sets value `i` (copy-on-write of its page).
@@ -252,11 +337,19 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
 
     /// Grows (with `fill`) until `capacity() >= len`.
     pub(crate) fn grow_to(&mut self, len: usize) {
-        while self.capacity() < len {
+        if self.capacity() >= len {
+            return;
+        }
+        let h = self.lin.hold();
+        while self.top.len() * Self::PER_DIR < len {
             // Exact capacity, as a clone has: memory accounting must not depend on
             // whether this version was grown or copied.
             self.top.reserve_exact(1);
-            self.top.push(self.zero_dir.clone());
+            let z = match &self.zeros {
+                Some(z) => z,
+                None => unreachable!("taken only by drop"),
+            };
+            self.top.push(z.dir.share(&h));
         }
     }
 
@@ -267,12 +360,14 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
 
     /// Whether dir `d` is the shared all-`fill` dir.
     pub(crate) fn dir_is_zero(&self, d: usize) -> bool {
-        Arc::ptr_eq(&self.top[d], &self.zero_dir)
+        LArc::ptr_eq(&self.top[d], &self.zeros().dir)
     }
 
     /// Drops the last dir (the caller checked it holds only `fill`).
     pub(crate) fn pop_dir(&mut self) {
-        self.top.pop();
+        if let Some(d) = self.top.pop() {
+            d.release(&self.lin.hold());
+        }
         // Exact capacity, as a clone has (see `grow_to`).
         self.top.shrink_to_fit();
     }
@@ -283,22 +378,20 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
     where
         T: Copy,
     {
-        let page = self.page_arc(p);
-        if !Arc::ptr_eq(page, &self.zero_page) && all_eq(&page[..], self.fill) {
-            self.replace_page(p, self.zero_page.clone());
+        if !self.is_canonical(p) && all_eq(&self.page(p)[..], self.fill) {
+            self.set_uniform(p, self.fill);
         }
     }
 
     /// [`PArray::canonicalize`] for values that are not `Copy`.
     pub(crate) fn canonicalize_opt(&mut self, p: usize) {
-        let page = self.page_arc(p);
-        if !Arc::ptr_eq(page, &self.zero_page) && page.iter().all(|x| *x == self.fill) {
-            self.replace_page(p, self.zero_page.clone());
+        if !self.is_canonical(p) && self.page(p).iter().all(|x| *x == self.fill) {
+            self.set_uniform(p, self.fill.clone());
         }
     }
 
     /// Every page pointer, dir by dir and mid by mid.
-    fn page_arcs(&self) -> impl Iterator<Item = &Arc<[T; N]>> {
+    fn page_arcs(&self) -> impl Iterator<Item = &LArc<[T; N]>> {
         self.top
             .iter()
             .flat_map(|d| d.mids.iter())
@@ -309,8 +402,8 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
     pub(crate) fn private_pages(&self) -> usize {
         let mut seen = HashSet::new();
         for pg in self.page_arcs() {
-            if !Arc::ptr_eq(pg, &self.zero_page) {
-                seen.insert(Arc::as_ptr(pg) as usize);
+            if !LArc::ptr_eq(pg, &self.zeros().page) {
+                seen.insert(pg.as_ptr() as usize);
             }
         }
         seen.len()
@@ -319,21 +412,21 @@ impl<T: Clone + PartialEq, const N: usize, const M: usize, const D: usize> PArra
     /// Bytes of every allocation reachable from this array that is not yet in
     /// `seen` (so memory shared between tables or versions is counted once).
     pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        let mut b = self.top.capacity() * size_of::<Arc<Dir<T, N, M, D>>>();
-        let dirs = self.top.iter().chain(std::iter::once(&self.zero_dir));
+        let mut b = self.top.capacity() * size_of::<LArc<Dir<T, N, M, D>>>();
+        let dirs = self.top.iter().chain(std::iter::once(&self.zeros().dir));
         for dir in dirs {
-            if !seen.insert(Arc::as_ptr(dir) as usize) {
+            if !seen.insert(dir.as_ptr() as usize) {
                 continue;
             }
-            b += ARC_HEADER + size_of::<Dir<T, N, M, D>>();
+            b += HEADER + size_of::<Dir<T, N, M, D>>();
             for mid in &dir.mids {
-                if !seen.insert(Arc::as_ptr(mid) as usize) {
+                if !seen.insert(mid.as_ptr() as usize) {
                     continue;
                 }
-                b += ARC_HEADER + size_of::<Mid<T, N, M>>();
+                b += HEADER + size_of::<Mid<T, N, M>>();
                 for pg in &mid.pages {
-                    if seen.insert(Arc::as_ptr(pg) as usize) {
-                        b += ARC_HEADER + size_of::<[T; N]>();
+                    if seen.insert(pg.as_ptr() as usize) {
+                        b += HEADER + size_of::<[T; N]>();
                     }
                 }
             }
@@ -351,28 +444,10 @@ pub(crate) fn all_eq<T: Copy + PartialEq>(s: &[T], v: T) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::larc;
     use super::*;
 
     type A = PArray<u32, 16, 4, 2>;
-
-    #[test]
-    fn make_mut_copies_only_what_is_shared() {
-        let mut a = Arc::new(vec![1, 2]);
-        let p = Arc::as_ptr(&a);
-        let mut seen = 0;
-        make_mut_with(&mut a, |_| seen += 1).push(3);
-        // Private: written in place, nothing prefetched.
-        assert_eq!((Arc::as_ptr(&a), seen), (p, 0));
-        let old = a.clone();
-        make_mut_with(&mut a, |v: &Vec<i32>| seen += v.len()).push(4);
-        // Shared: prefetched once, copied, and the other holder unchanged.
-        assert_ne!(Arc::as_ptr(&a), Arc::as_ptr(&old));
-        assert_eq!(
-            (&a[..], &old[..], seen),
-            (&[1, 2, 3, 4][..], &[1, 2, 3][..], 3)
-        );
-        assert!(a.is_unique() && old.is_unique());
-    }
 
     #[test]
     fn cow_shares_untouched_pages() {
@@ -399,24 +474,24 @@ mod tests {
         }
         let mut b = a.clone();
         b.set(70, 2);
-        let ptr = |x: &A, d: usize| Arc::as_ptr(&x.top[d]);
+        let ptr = |x: &A, d: usize| x.top[d].as_ptr();
         // Page 4 (values 64..80) is in dir 0, mid 1.
         assert_ne!(ptr(&a, 0), ptr(&b, 0));
         assert_eq!(ptr(&a, 1), ptr(&b, 1));
         let (da, db) = (&a.top[0], &b.top[0]);
-        assert!(Arc::ptr_eq(&da.mids[0], &db.mids[0]));
-        assert!(!Arc::ptr_eq(&da.mids[1], &db.mids[1]));
+        assert!(LArc::ptr_eq(&da.mids[0], &db.mids[0]));
+        assert!(!LArc::ptr_eq(&da.mids[1], &db.mids[1]));
         for p in 0..16 {
             assert_eq!(
-                Arc::ptr_eq(a.page_arc(p), b.page_arc(p)),
+                LArc::ptr_eq(a.page_arc(p), b.page_arc(p)),
                 p != 4,
                 "page {p}"
             );
         }
         // A page under the copied mid is counted by both mids; one under a
         // shared mid, once.
-        assert_eq!(Arc::count(a.page_arc(5)), 2);
-        assert_eq!(Arc::count(a.page_arc(3)), 1);
+        assert_eq!(a.page_arc(5).count(), 2);
+        assert_eq!(a.page_arc(3).count(), 1);
         assert_eq!((*a.get(70), *b.get(70)), (1, 2));
     }
 
@@ -450,6 +525,10 @@ mod tests {
         Resize(bool),
         /// Keep a copy of the array as it is now.
         Snapshot,
+        /// Forget the batch's uniform page.
+        EndBatch,
+        /// Drop the oldest copy kept.
+        DropSnapshot,
     }
 
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {
@@ -460,6 +539,8 @@ mod tests {
             1 => (0usize..32, 0u32..3).prop_map(|(p, v)| Op::Uniform(p, v)),
             1 => proptest::bool::ANY.prop_map(Op::Resize),
             1 => Just(Op::Snapshot),
+            1 => Just(Op::EndBatch),
+            1 => Just(Op::DropSnapshot),
         ]
     }
 
@@ -471,6 +552,7 @@ mod tests {
         #[test]
         fn paged_array_follows_a_vec_model(ops in proptest::collection::vec(op(), 1..200)) {
             type B = PArray<u32, 16, 2, 4>;
+            let live = larc::live_nodes();
             let mut a = B::new(256, 0);
             let mut model = vec![0u32; a.capacity()];
             let mut snaps: Vec<(B, Vec<u32>)> = Vec::new();
@@ -489,10 +571,11 @@ mod tests {
                         proptest::prop_assert!(a.is_canonical(p));
                     }
                     Op::Uniform(p, v) if p * 16 < model.len() => {
-                        let page = if v == 0 { a.zero_page().clone() } else { Arc::new([v; 16]) };
-                        a.replace_page(p, page);
+                        a.set_uniform(p, v);
+                        proptest::prop_assert!(a.is_uniform(p, &v));
                         model[p * 16..p * 16 + 16].fill(v);
                     }
+                    Op::EndBatch => a.end_batch(),
                     Op::Resize(true) => {
                         a.grow_to(a.capacity() + 1);
                         model.resize(a.capacity(), 0);
@@ -505,6 +588,7 @@ mod tests {
                         }
                     }
                     Op::Snapshot => snaps.push((a.clone(), model.clone())),
+                    Op::DropSnapshot if !snaps.is_empty() => drop(snaps.remove(0)),
                     _ => {}
                 }
                 proptest::prop_assert_eq!(a.capacity(), model.len());
@@ -528,6 +612,9 @@ mod tests {
             let fresh = B::new(a.capacity(), 0);
             proptest::prop_assert_eq!(a.mem(&mut HashSet::new()), fresh.mem(&mut HashSet::new()));
             proptest::prop_assert!((0..a.dirs()).all(|d| a.dir_is_zero(d)));
+            // Every node freed once: none leaked, none freed twice.
+            drop((a, fresh));
+            proptest::prop_assert_eq!(larc::live_nodes(), live);
         }
     }
 

@@ -27,12 +27,11 @@ use std::collections::HashSet;
 use std::mem::size_of;
 use triomphe::Arc;
 
-use super::parray::{make_mut_with, touch, ARC_HEADER};
+use super::larc::{cow, Held, Kids, LArc, Lazy, Lineage, HEADER};
 
 /// Child slots per [`Chunk`].
 const CHUNK: usize = 16;
 
-#[derive(Clone, Debug)]
 struct Node<V> {
     pbits: [u64; 8],
     pfx: Vec<V>,
@@ -43,13 +42,12 @@ struct Node<V> {
     /// compressed `Vec`: a step down the trie is two dependent loads (the
     /// chunk, then the child) where a compressed list behind a `Vec` in the
     /// node and another in the chunk made it four.
-    chunks: [Option<Arc<Chunk<V>>>; SLOTS / CHUNK],
+    chunks: [Option<LArc<Chunk<V>>>; SLOTS / CHUNK],
 }
 
 /// The children of `CHUNK` consecutive slots, each at its slot.
-#[derive(Clone, Debug)]
 struct Chunk<V> {
-    kids: [Option<Arc<Node<V>>>; CHUNK],
+    kids: [Option<LArc<Node<V>>>; CHUNK],
 }
 
 /// Child slots of a node (one per value of the next address byte).
@@ -74,31 +72,53 @@ impl<V> Default for Chunk<V> {
     }
 }
 
-impl<V> Drop for Node<V> {
-    fn drop(&mut self) {
-        // See `parray::touch`: overlap the cache misses of the children's
-        // reference counts before their serialising decrements.
-        touch(self.chunks.iter().flatten());
+impl<V: Clone> Node<V> {
+    /// A copy sharing the chunks.
+    fn share(n: &LArc<Self>, h: &Held<'_>) -> LArc<Self> {
+        LArc::new(Node {
+            pbits: n.pbits,
+            pfx: n.pfx.clone(),
+            cbits: n.cbits,
+            chunks: std::array::from_fn(|i| n.chunks[i].as_ref().map(|c| c.share(h))),
+        })
     }
 }
 
-impl<V> Drop for Chunk<V> {
-    fn drop(&mut self) {
-        touch(self.kids.iter().flatten());
+impl<V> Chunk<V> {
+    /// A copy sharing the children.
+    fn share(c: &LArc<Self>, h: &Held<'_>) -> LArc<Self> {
+        LArc::new(Chunk {
+            kids: std::array::from_fn(|i| c.kids[i].as_ref().map(|k| k.share(h))),
+        })
     }
 }
 
-/// `Arc::make_mut` for nodes, with the chunks' counts loaded first (cloning
-/// a node increments every chunk's count).
-#[inline(always)]
-fn mm<V: Clone>(a: &mut Arc<Node<V>>) -> &mut Node<V> {
-    make_mut_with(a, |n| touch(n.chunks.iter().flatten()))
+impl<V> Kids for Node<V> {
+    fn release_kids(self, h: &Held<'_>) {
+        for c in self.chunks.into_iter().flatten() {
+            c.release(h);
+        }
+    }
 }
 
-/// `Arc::make_mut` for chunks (see [`mm`]).
+impl<V> Kids for Chunk<V> {
+    fn release_kids(self, h: &Held<'_>) {
+        for k in self.kids.into_iter().flatten() {
+            k.release(h);
+        }
+    }
+}
+
+/// A node, writable (see [`cow`]).
 #[inline(always)]
-fn mm_chunk<V: Clone>(a: &mut Arc<Chunk<V>>) -> &mut Chunk<V> {
-    make_mut_with(a, |c| touch(c.kids.iter().flatten()))
+fn mm<'a, V: Clone>(a: &'a mut LArc<Node<V>>, lk: &mut Lazy<'_>) -> &'a mut Node<V> {
+    cow(a, lk, Node::share)
+}
+
+/// A chunk, writable (see [`cow`]).
+#[inline(always)]
+fn mm_chunk<'a, V>(a: &'a mut LArc<Chunk<V>>, lk: &mut Lazy<'_>) -> &'a mut Chunk<V> {
+    cow(a, lk, Chunk::share)
 }
 
 #[inline]
@@ -211,34 +231,39 @@ impl<V: Copy + PartialEq> Node<V> {
     }
 
     #[inline]
-    fn kid(&self, b: usize) -> Option<&Arc<Node<V>>> {
+    fn kid(&self, b: usize) -> Option<&LArc<Node<V>>> {
         self.chunks[b / CHUNK].as_ref()?.kids[b % CHUNK].as_ref()
     }
 
     /// Child `b` (created empty if absent), unshared. Returns whether it was created.
     #[inline(always)]
-    fn kid_mut_or_new(&mut self, b: usize) -> (&mut Node<V>, bool) {
+    fn kid_mut_or_new(&mut self, b: usize, lk: &mut Lazy<'_>) -> (&mut Node<V>, bool) {
         let created = !test(&self.cbits, b);
         if created {
             self.cbits[b >> 6] |= 1 << (b & 63);
         }
-        let chunk = mm_chunk(self.chunks[b / CHUNK].get_or_insert_with(Default::default));
-        let kid = chunk.kids[b % CHUNK].get_or_insert_with(Default::default);
-        (mm(kid), created)
+        let chunk = self.chunks[b / CHUNK].get_or_insert_with(|| LArc::new(Chunk::default()));
+        let kid =
+            mm_chunk(chunk, lk).kids[b % CHUNK].get_or_insert_with(|| LArc::new(Node::default()));
+        (mm(kid, lk), created)
     }
 
-    fn kid_arc_mut(&mut self, b: usize) -> Option<&mut Arc<Node<V>>> {
-        mm_chunk(self.chunks[b / CHUNK].as_mut()?).kids[b % CHUNK].as_mut()
+    fn kid_arc_mut(&mut self, b: usize, lk: &mut Lazy<'_>) -> Option<&mut LArc<Node<V>>> {
+        mm_chunk(self.chunks[b / CHUNK].as_mut()?, lk).kids[b % CHUNK].as_mut()
     }
 
-    fn kid_del(&mut self, b: usize) {
+    fn kid_del(&mut self, b: usize, lk: &mut Lazy<'_>) {
         if test(&self.cbits, b) {
             self.cbits[b >> 6] &= !(1 << (b & 63));
             let c = b / CHUNK;
             if self.chunk_slots(c) == 0 {
-                self.chunks[c] = None;
+                if let Some(chunk) = self.chunks[c].take() {
+                    chunk.release(lk.held());
+                }
             } else if let Some(chunk) = self.chunks[c].as_mut() {
-                mm_chunk(chunk).kids[b % CHUNK] = None;
+                if let Some(k) = mm_chunk(chunk, lk).kids[b % CHUNK].take() {
+                    k.release(lk.held());
+                }
             }
         }
     }
@@ -280,13 +305,13 @@ impl<V: Copy + PartialEq> Node<V> {
     fn mem(&self, seen: &mut HashSet<usize>) -> usize {
         let mut b = self.pfx.capacity() * size_of::<V>();
         for c in self.chunks.iter().flatten() {
-            if !seen.insert(Arc::as_ptr(c) as usize) {
+            if !seen.insert(c.as_ptr() as usize) {
                 continue;
             }
-            b += ARC_HEADER + size_of::<Chunk<V>>();
+            b += HEADER + size_of::<Chunk<V>>();
             for k in c.kids.iter().flatten() {
-                if seen.insert(Arc::as_ptr(k) as usize) {
-                    b += ARC_HEADER + size_of::<Node<V>>() + k.mem(seen);
+                if seen.insert(k.as_ptr() as usize) {
+                    b += HEADER + size_of::<Node<V>>() + k.mem(seen);
                 }
             }
         }
@@ -295,11 +320,56 @@ impl<V: Copy + PartialEq> Node<V> {
 }
 
 /// See the module doc.
-#[derive(Clone)]
 pub(crate) struct Rib<const W: u32, V> {
-    root: Arc<Node<V>>,
+    /// Taken only by `drop`.
+    root: Option<LArc<Node<V>>>,
     len: usize,
     nodes: usize,
+    lin: Arc<Lineage>,
+}
+
+impl<const W: u32, V: Clone> Clone for Rib<W, V> {
+    fn clone(&self) -> Self {
+        let root = self.root_arc().share(&self.lin.hold());
+        Rib {
+            root: Some(root),
+            len: self.len,
+            nodes: self.nodes,
+            lin: self.lin.clone(),
+        }
+    }
+}
+
+impl<const W: u32, V> Drop for Rib<W, V> {
+    fn drop(&mut self) {
+        if let Some(r) = self.root.take() {
+            r.release(&self.lin.hold());
+        }
+    }
+}
+
+impl<const W: u32, V> Rib<W, V> {
+    #[inline(always)]
+    fn root_arc(&self) -> &LArc<Node<V>> {
+        match &self.root {
+            Some(r) => r,
+            None => unreachable!("taken only by drop"),
+        }
+    }
+
+    #[inline(always)]
+    fn root(&self) -> &Node<V> {
+        self.root_arc()
+    }
+
+    /// The root, writable, and the lock to copy with.
+    #[inline(always)]
+    fn root_mut(&mut self) -> (&mut LArc<Node<V>>, Lazy<'_>) {
+        match &mut self.root {
+            Some(r) => (r, Lazy::new(&self.lin)),
+            None => unreachable!("taken only by drop"),
+        }
+    }
 }
 
 impl<const W: u32, V: Copy + PartialEq> Default for Rib<W, V> {
@@ -311,9 +381,10 @@ impl<const W: u32, V: Copy + PartialEq> Default for Rib<W, V> {
 impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     pub(crate) fn new() -> Self {
         Rib {
-            root: Arc::new(Node::default()),
+            root: Some(LArc::new(Node::default())),
             len: 0,
             nodes: 1,
+            lin: Arc::new(Lineage::default()),
         }
     }
 
@@ -383,7 +454,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// Exact match.
     pub(crate) fn get(&self, addr: u128, len: u8) -> Option<V> {
         let (d, idx) = Self::locate(addr, len);
-        let mut n = &*self.root;
+        let mut n = self.root();
         for k in 0..d {
             n = n.kid(Self::byte(addr, k))?;
         }
@@ -416,15 +487,25 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// holds the prefix, its depth and its tree index.
     fn insert_at(&mut self, addr: u128, len: u8, t: V) -> (Option<V>, &Node<V>, u32, usize) {
         let (d, idx) = Self::locate(addr, len);
-        let mut n = mm(&mut self.root);
+        let Rib {
+            root,
+            lin,
+            len: count,
+            nodes,
+        } = self;
+        let lk = &mut Lazy::new(lin);
+        let mut n = match root {
+            Some(r) => mm(r, lk),
+            None => unreachable!("taken only by drop"),
+        };
         for k in 0..d {
-            let (kid, created) = n.kid_mut_or_new(Self::byte(addr, k));
-            self.nodes += usize::from(created);
+            let (kid, created) = n.kid_mut_or_new(Self::byte(addr, k), lk);
+            *nodes += usize::from(created);
             n = kid;
         }
         let old = n.pfx_set(idx, t);
         if old.is_none() {
-            self.len += 1;
+            *count += 1;
         }
         (old, n, d, idx)
     }
@@ -443,21 +524,30 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// otherwise); returns its target. Empty nodes are pruned.
     pub(crate) fn remove_present(&mut self, addr: u128, len: u8) -> V {
         let (d, idx) = Self::locate(addr, len);
-        let (t, freed) = Self::rm(mm(&mut self.root), addr, d, idx, 0).expect("present");
+        let (root, mut lk) = self.root_mut();
+        let (t, freed) = Self::rm(mm(root, &mut lk), addr, d, idx, 0, &mut lk).expect("present");
+        drop(lk);
         self.nodes -= freed;
         self.len -= 1;
         t
     }
 
-    fn rm(n: &mut Node<V>, addr: u128, d: u32, idx: usize, k: u32) -> Option<(V, usize)> {
+    fn rm(
+        n: &mut Node<V>,
+        addr: u128,
+        d: u32,
+        idx: usize,
+        k: u32,
+        lk: &mut Lazy<'_>,
+    ) -> Option<(V, usize)> {
         if k == d {
             return n.pfx_del(idx).map(|t| (t, 0));
         }
         let b = Self::byte(addr, k);
-        let child = n.kid_arc_mut(b)?;
-        let (t, mut freed) = Self::rm(mm(child), addr, d, idx, k + 1)?;
+        let child = n.kid_arc_mut(b, lk)?;
+        let (t, mut freed) = Self::rm(mm(child, lk), addr, d, idx, k + 1, lk)?;
         if child.is_empty() {
-            n.kid_del(b);
+            n.kid_del(b, lk);
             freed += 1;
         }
         Some((t, freed))
@@ -467,7 +557,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     pub(crate) fn lpm(&self, addr: u128, max_len: u8) -> Option<(u128, u8, V)> {
         let max = max_len as u32;
         let mut best = None;
-        let mut n = &*self.root;
+        let mut n = self.root();
         let mut d = 0u32;
         loop {
             let top = (8 * d + 8).min(max);
@@ -511,7 +601,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     pub(crate) fn maximal_children(&self, addr: u128, len: u8, out: &mut Vec<(u128, u8)>) {
         out.clear();
         let (d, idx) = Self::locate(addr, len);
-        let mut n = &*self.root;
+        let mut n = self.root();
         for k in 0..d {
             match n.kid(Self::byte(addr, k)) {
                 Some(c) => n = c,
@@ -534,7 +624,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         out: &mut Vec<(u128, u8)>,
     ) -> Option<(V, Option<V>)> {
         let (d, idx) = Self::locate(addr, len);
-        let mut n = &*self.root;
+        let mut n = self.root();
         let mut cover = None;
         for k in 0..=d {
             // The prefixes of this node on the path to `addr/len`, longest
@@ -591,18 +681,19 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// All prefixes in prefix order (address, then length).
     pub(crate) fn iter(&self) -> RibIter<'_, W, V> {
         let mut stack = Vec::with_capacity(64);
-        if !self.root.is_empty() {
-            stack.push((&*self.root, 1u16, 0u128, 0u8));
+        if !self.root().is_empty() {
+            stack.push((self.root(), 1u16, 0u128, 0u8));
         }
         RibIter { stack }
     }
 
     /// Bytes reachable and not yet in `seen`.
     pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        if !seen.insert(Arc::as_ptr(&self.root) as usize) {
+        let root = self.root();
+        if !seen.insert(root as *const Node<V> as usize) {
             return 0;
         }
-        ARC_HEADER + size_of::<Node<V>>() + self.root.mem(seen)
+        HEADER + size_of::<Node<V>>() + root.mem(seen)
     }
 }
 
@@ -810,13 +901,15 @@ mod tests {
     proptest::proptest! {
         /// Children spread over every chunk of the root and of the nodes
         /// below it: inserts and removes keep the trie equal to a set model,
-        /// leave older versions untouched, and a trie emptied again costs
-        /// exactly what a new one does (empty chunks are dropped).
+        /// leave older versions untouched, a trie emptied again costs
+        /// exactly what a new one does (empty chunks are dropped), and
+        /// every node is freed once the versions are gone.
         #[test]
         fn chunked_children_follow_a_set_model(
             adds in proptest::collection::vec((0u32..=255, 0u32..=255, 9u8..=24), 1..120),
             dels in proptest::collection::vec(0usize..1000, 0..120),
         ) {
+            let live = super::super::larc::live_nodes();
             let mut r = Rib::<32, u32>::new();
             let mut model = std::collections::BTreeMap::new();
             for (i, &(a, b, l)) in adds.iter().enumerate() {
@@ -853,6 +946,8 @@ mod tests {
                 r.mem(&mut HashSet::new()),
                 Rib::<32, u32>::new().mem(&mut HashSet::new())
             );
+            drop((r, full));
+            proptest::prop_assert_eq!(super::super::larc::live_nodes(), live);
         }
 
         #[test]
