@@ -1162,3 +1162,80 @@ fn a_refused_add_or_delete_leaves_everything_as_it_was() {
     }
     assert_eq!(after.lookup4(0, 0x0a02_0001, || 0), Resolved::Forward(1));
 }
+
+/// Versions dropped on other threads (as dumps drop their snapshots) while
+/// the writer copies nodes of the same tables: the reference counts change
+/// only under each table's lock (`larc`), so every snapshot keeps answering
+/// what it answered when it was taken until its last holder lets it go, in
+/// whatever order the holders do.
+#[test]
+fn versions_dropped_on_other_threads_while_the_writer_copies() {
+    use std::sync::mpsc;
+    let prefixes: Vec<(Prefix, u32)> = (0..24u32)
+        .map(|i| {
+            (
+                p4(&format!("10.{i}.0.0/16")),
+                0x0a00_0000 | i << 16 | 0x0101,
+            )
+        })
+        .chain((0..24u32).map(|i| {
+            (
+                p4(&format!("10.{i}.7.128/25")),
+                0x0a00_0000 | i << 16 | 7 << 8 | 0x81,
+            )
+        }))
+        .collect();
+    let mut r = base()
+        .apply(
+            &prefixes
+                .iter()
+                .map(|&(p, _)| add(p, Target::NextHop(0)))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let mut want = vec![0u32; prefixes.len()];
+    let (txs, holders): (Vec<_>, Vec<_>) = (0..2)
+        .map(|_| {
+            let (tx, rx) = mpsc::channel::<(Routing, Vec<u32>)>();
+            let addrs: Vec<u32> = prefixes.iter().map(|&(_, a)| a).collect();
+            let h = std::thread::spawn(move || {
+                // Hold up to three snapshots and drop them out of order.
+                let mut held: Vec<(Routing, Vec<u32>)> = Vec::new();
+                let mut n = 0usize;
+                for s in rx {
+                    held.push(s);
+                    n += 1;
+                    if held.len() > 3 {
+                        held.remove(n % 4);
+                    }
+                    for (snap, want) in &held {
+                        for (a, w) in addrs.iter().zip(want) {
+                            assert_eq!(snap.lookup4(0, *a, || 0), Resolved::Forward(*w));
+                        }
+                    }
+                }
+            });
+            (tx, h)
+        })
+        .unzip();
+    for v in 0..600usize {
+        let k = (v * 7) % prefixes.len();
+        let nh = (v % 7) as u32 + 1;
+        r = r
+            .apply(&[RouteChange::Upsert {
+                vrf: 0,
+                prefix: prefixes[k].0,
+                target: Target::NextHop(nh),
+            }])
+            .unwrap();
+        want[k] = nh;
+        txs[v % 2].send((r.clone(), want.clone())).unwrap();
+    }
+    drop(txs);
+    for h in holders {
+        h.join().unwrap();
+    }
+    for (&(_, a), w) in prefixes.iter().zip(&want) {
+        assert_eq!(r.lookup4(0, a, || 0), Resolved::Forward(*w));
+    }
+}
