@@ -1,6 +1,7 @@
 //! Counted pointers whose counts change only under a lock: the nodes of the
-//! persistent paged arrays ([`super::parray`]) without a locked instruction
-//! per child.
+//! persistent paged arrays ([`super::parray`], under the FIB and the
+//! next-hop tables) and of the RIB ([`super::rib`]), copied without a locked
+//! instruction per child.
 //!
 //! A copy-on-write version copies the nodes on its path and counts one more
 //! reference to every child of each; dropping the old version uncounts them.

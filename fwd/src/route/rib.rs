@@ -3,12 +3,13 @@
 //! A node covers 8 address bits. It stores the prefixes whose length ends inside
 //! its stride (local lengths 1..=8, plus `/0` at the root) in a complete binary
 //! tree indexed `1..512` (`idx = 1 << l | bits`), popcount-compressed, and up
-//! to 256 children. Nodes are `Arc`s (`triomphe`'s, see
-//! `parray`); an update copies only the nodes on the path to the prefix (path
-//! copying), so a version shares everything else with its predecessor.
+//! to 256 children. Nodes are counted [`LArc`]s whose counts change only
+//! under the RIB's [`Lineage`] lock (see `larc`); an update copies only the
+//! nodes on the path to the prefix (path copying), so a version shares
+//! everything else with its predecessor.
 //!
 //! The children are grouped in [`Chunk`]s of 16 slots, each behind its own
-//! `Arc`: copying a node copies (and counts a reference to) at most 16 chunks,
+//! counted pointer: copying a node copies (and counts a reference to) at most 16 chunks,
 //! and the one chunk on the path at most 16 children, instead of up to 256
 //! children. Near the root, where a full IPv4 view fills ~220 of 256 slots,
 //! those counts were most of the cost of a one-change version. Both levels
@@ -361,12 +362,15 @@ impl<const W: u32, V> Rib<W, V> {
     fn root(&self) -> &Node<V> {
         self.root_arc()
     }
+}
 
-    /// The root, writable, and the lock to copy with.
+impl<const W: u32, V: Clone> Rib<W, V> {
+    /// The root (the `root` field, borrowed apart from the lineage's lock),
+    /// writable.
     #[inline(always)]
-    fn root_mut(&mut self) -> (&mut LArc<Node<V>>, Lazy<'_>) {
-        match &mut self.root {
-            Some(r) => (r, Lazy::new(&self.lin)),
+    fn root_mut<'a>(root: &'a mut Option<LArc<Node<V>>>, lk: &mut Lazy<'_>) -> &'a mut Node<V> {
+        match root {
+            Some(r) => mm(r, lk),
             None => unreachable!("taken only by drop"),
         }
     }
@@ -494,10 +498,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
             nodes,
         } = self;
         let lk = &mut Lazy::new(lin);
-        let mut n = match root {
-            Some(r) => mm(r, lk),
-            None => unreachable!("taken only by drop"),
-        };
+        let mut n = Self::root_mut(root, lk);
         for k in 0..d {
             let (kid, created) = n.kid_mut_or_new(Self::byte(addr, k), lk);
             *nodes += usize::from(created);
@@ -524,11 +525,17 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// otherwise); returns its target. Empty nodes are pruned.
     pub(crate) fn remove_present(&mut self, addr: u128, len: u8) -> V {
         let (d, idx) = Self::locate(addr, len);
-        let (root, mut lk) = self.root_mut();
-        let (t, freed) = Self::rm(mm(root, &mut lk), addr, d, idx, 0, &mut lk).expect("present");
-        drop(lk);
-        self.nodes -= freed;
-        self.len -= 1;
+        let Rib {
+            root,
+            lin,
+            len: count,
+            nodes,
+        } = self;
+        let lk = &mut Lazy::new(lin);
+        let root = Self::root_mut(root, lk);
+        let (t, freed) = Self::rm(root, addr, d, idx, 0, lk).expect("present");
+        *nodes -= freed;
+        *count -= 1;
         t
     }
 
