@@ -365,14 +365,22 @@ impl<const W: u32, V> Rib<W, V> {
 }
 
 impl<const W: u32, V: Clone> Rib<W, V> {
-    /// The root (the `root` field, borrowed apart from the lineage's lock),
-    /// writable.
+    /// What a write needs, borrowed apart: the root (writable), the lock to
+    /// copy with, the prefix count and the node count.
     #[inline(always)]
-    fn root_mut<'a>(root: &'a mut Option<LArc<Node<V>>>, lk: &mut Lazy<'_>) -> &'a mut Node<V> {
-        match root {
-            Some(r) => mm(r, lk),
+    fn write(&mut self) -> (&mut Node<V>, Lazy<'_>, &mut usize, &mut usize) {
+        let Rib {
+            root,
+            lin,
+            len,
+            nodes,
+        } = self;
+        let mut lk = Lazy::new(lin);
+        let root = match root {
+            Some(r) => mm(r, &mut lk),
             None => unreachable!("taken only by drop"),
-        }
+        };
+        (root, lk, len, nodes)
     }
 }
 
@@ -491,16 +499,9 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// holds the prefix, its depth and its tree index.
     fn insert_at(&mut self, addr: u128, len: u8, t: V) -> (Option<V>, &Node<V>, u32, usize) {
         let (d, idx) = Self::locate(addr, len);
-        let Rib {
-            root,
-            lin,
-            len: count,
-            nodes,
-        } = self;
-        let lk = &mut Lazy::new(lin);
-        let mut n = Self::root_mut(root, lk);
+        let (mut n, mut lk, count, nodes) = self.write();
         for k in 0..d {
-            let (kid, created) = n.kid_mut_or_new(Self::byte(addr, k), lk);
+            let (kid, created) = n.kid_mut_or_new(Self::byte(addr, k), &mut lk);
             *nodes += usize::from(created);
             n = kid;
         }
@@ -525,15 +526,8 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// otherwise); returns its target. Empty nodes are pruned.
     pub(crate) fn remove_present(&mut self, addr: u128, len: u8) -> V {
         let (d, idx) = Self::locate(addr, len);
-        let Rib {
-            root,
-            lin,
-            len: count,
-            nodes,
-        } = self;
-        let lk = &mut Lazy::new(lin);
-        let root = Self::root_mut(root, lk);
-        let (t, freed) = Self::rm(root, addr, d, idx, 0, lk).expect("present");
+        let (root, mut lk, count, nodes) = self.write();
+        let (t, freed) = Self::rm(root, addr, d, idx, 0, &mut lk).expect("present");
         *nodes -= freed;
         *count -= 1;
         t
