@@ -18,6 +18,13 @@
 //!
 //! Nothing here is visible to a lookup: readers follow the pointers and never
 //! read or change a count.
+//!
+//! Check a change here, or in how `parray` and `rib` share and release,
+//! under Miri as well as with the tests (which count live nodes): `PROPTEST_CASES=3
+//! MIRIFLAGS=-Zmiri-disable-isolation cargo +nightly miri test -p fwd --lib --
+//! route::larc route::parray route::rib::tests::chunked route::nexthop
+//! versions_dropped_on_other_threads` (a few minutes; `deploy/test.sh` does
+//! not run it, the crate's Miri build alone costs minutes).
 
 // The one place in `route` where `unsafe` is allowed: a counted pointer with
 // externally synchronised counts. Every block says why it holds.
