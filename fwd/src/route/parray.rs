@@ -80,6 +80,18 @@ struct Zeros<T, const N: usize, const M: usize, const D: usize> {
     page: LArc<[T; N]>,
 }
 
+/// The shared all-`fill` nodes of an array's `zeros` field (a function of
+/// the field, so that a caller can borrow it while it writes `top`).
+#[inline(always)]
+fn zeros<T, const N: usize, const M: usize, const D: usize>(
+    z: &Option<Zeros<T, N, M, D>>,
+) -> &Zeros<T, N, M, D> {
+    match z {
+        Some(z) => z,
+        None => unreachable!("taken only by drop"),
+    }
+}
+
 /// See the module doc. `N` (values per page), `M` (pages per mid) and `D`
 /// (mids per dir) are powers of two.
 pub(crate) struct PArray<T: Send + Sync + 'static, const N: usize, const M: usize, const D: usize> {
@@ -140,10 +152,7 @@ impl<T: Send + Sync + 'static, const N: usize, const M: usize, const D: usize> D
 impl<T: Send + Sync + 'static, const N: usize, const M: usize, const D: usize> PArray<T, N, M, D> {
     #[inline(always)]
     fn zeros(&self) -> &Zeros<T, N, M, D> {
-        match &self.zeros {
-            Some(z) => z,
-            None => unreachable!("taken only by drop"),
-        }
+        zeros(&self.zeros)
     }
 }
 
@@ -263,10 +272,7 @@ impl<
     /// back into the canonical ones if that made them all canonical.
     fn replace_page(&mut self, p: usize, lk: &mut Lazy<'_>, page: LArc<[T; N]>) {
         let (d, m, s) = Self::split(p);
-        let z = match &self.zeros {
-            Some(z) => z,
-            None => unreachable!("taken only by drop"),
-        };
+        let z = zeros(&self.zeros);
         let dir = cow(&mut self.top[d], lk, Dir::share);
         let mid = cow(&mut dir.mids[m], lk, Mid::share);
         let h = lk.held();
@@ -345,11 +351,7 @@ impl<
             // Exact capacity, as a clone has: memory accounting must not depend on
             // whether this version was grown or copied.
             self.top.reserve_exact(1);
-            let z = match &self.zeros {
-                Some(z) => z,
-                None => unreachable!("taken only by drop"),
-            };
-            self.top.push(z.dir.share(&h));
+            self.top.push(zeros(&self.zeros).dir.share(&h));
         }
     }
 
