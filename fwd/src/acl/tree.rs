@@ -754,10 +754,7 @@ fn bin3_exit<const D: usize>(node: &[u32; 16], p: &[i32; D]) -> usize {
 fn child_index(node: &[u32; 16], v: i32) -> u32 {
     // All 16 words are compared (one whole number of vectors); bit 15, the
     // meta word, is then cleared.
-    let mut mask = 0u32;
-    for (i, &t) in node.iter().enumerate() {
-        mask |= (((t as i32) < v) as u32) << i;
-    }
+    let mask = arch::lt_mask16(node, v);
     (!(mask & 0x7FFF)).trailing_zeros()
 }
 
