@@ -1,4 +1,4 @@
-//! CPU-specific code for the lookups: software prefetch and a SIMD compare.
+//! CPU-specific code for the lookups: software prefetch and SIMD compares.
 //!
 //! The one place outside `dpdk`, `qsbr` and the socket / tap wrappers where
 //! `unsafe` is allowed, fenced like them: every function here is safe to
@@ -66,6 +66,94 @@ pub fn lt_mask_scalar(words: &[u32; 16], v: i32) -> u32 {
     mask
 }
 
+/// Four ACL candidates laid out for one SIMD check each way
+/// (`acl::compiled::Leaf4`): per dimension (source, destination, source
+/// port, destination port), the four candidates' sign-flipped inclusive
+/// bounds; one 32-bit `value/mask` word each; their base indexes.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Quad {
+    pub lo: [[i32; 4]; 4],
+    pub hi: [[i32; 4]; 4],
+    pub val: [u32; 4],
+    pub mask: [u32; 4],
+    pub idx: [u32; 4],
+}
+
+/// Bit `j` of the first mask set iff candidate `j` of `c` holds for the
+/// (sign-flipped) point `q` and word `w`, and `from <= c.idx[j] < bound`;
+/// the second mask: the top bits of `c.mask` (a flag a key's word never
+/// sets). Sixteen SSE2 compares, one masked equality and two index
+/// compares for the four candidates; no branch.
+#[inline(always)]
+pub fn quad_hits(c: &Quad, q: &[i32; 4], w: u32, from: u32, bound: u32) -> (u32, u32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86_64. Every load is an unaligned 16-byte
+    // load of one `[i32; 4]` / `[u32; 4]` field of the borrowed `c`.
+    unsafe {
+        use core::arch::x86_64::*;
+        let ld = |a: &[i32; 4]| _mm_loadu_si128(a.as_ptr().cast::<__m128i>());
+        let ldu = |a: &[u32; 4]| _mm_loadu_si128(a.as_ptr().cast::<__m128i>());
+        let mut fail = _mm_setzero_si128();
+        for (d, &x) in q.iter().enumerate() {
+            let x = _mm_set1_epi32(x);
+            fail = _mm_or_si128(fail, _mm_cmpgt_epi32(ld(&c.lo[d]), x));
+            fail = _mm_or_si128(fail, _mm_cmpgt_epi32(x, ld(&c.hi[d])));
+        }
+        let word = _mm_cmpeq_epi32(
+            _mm_and_si128(_mm_set1_epi32(w as i32), ldu(&c.mask)),
+            ldu(&c.val),
+        );
+        // Unsigned index compares as signed ones of the flipped values.
+        let min = _mm_set1_epi32(i32::MIN);
+        let ix = _mm_xor_si128(ldu(&c.idx), min);
+        let below = _mm_cmpgt_epi32(_mm_set1_epi32((bound ^ 0x8000_0000) as i32), ix);
+        let early = _mm_cmpgt_epi32(_mm_set1_epi32((from ^ 0x8000_0000) as i32), ix);
+        let ok = _mm_andnot_si128(_mm_or_si128(fail, early), _mm_and_si128(word, below));
+        let flagged = _mm_movemask_ps(_mm_castsi128_ps(ldu(&c.mask))) as u32;
+        (_mm_movemask_ps(_mm_castsi128_ps(ok)) as u32, flagged)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    quad_hits_scalar(c, q, w, from, bound)
+}
+
+/// The reference for [`quad_hits`].
+#[inline(always)]
+pub fn quad_hits_scalar(c: &Quad, q: &[i32; 4], w: u32, from: u32, bound: u32) -> (u32, u32) {
+    let (mut m, mut flagged) = (0, 0);
+    for j in 0..4 {
+        let inside = (0..4).all(|d| c.lo[d][j] <= q[d] && q[d] <= c.hi[d][j]);
+        let ok = inside && w & c.mask[j] == c.val[j] && from <= c.idx[j] && c.idx[j] < bound;
+        m |= u32::from(ok) << j;
+        flagged |= (c.mask[j] >> 31) << j;
+    }
+    (m, flagged)
+}
+
+/// Prefetches the first `lines` cache lines of `s` (fewer if `s` is
+/// shorter): a leaf's candidates, ahead of its scan.
+#[inline(always)]
+pub fn prefetch_lines<T>(s: &[T], lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bytes = std::mem::size_of_val(s).min(64 * lines);
+        let base = s.as_ptr().cast::<i8>();
+        let mut off = 0;
+        while off < bytes {
+            // SAFETY: as in `prefetch`: a hint that never faults. The
+            // address is inside `s` anyway (`off < size_of_val(s)`).
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    base.wrapping_add(off),
+                );
+            }
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (s, lines);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +171,42 @@ mod tests {
             let w = words[pick] as i32;
             for v in [w, w.wrapping_add(1), w.wrapping_sub(1), i32::MIN, i32::MAX] {
                 prop_assert_eq!(lt_mask16(&words, v), lt_mask_scalar(&words, v));
+            }
+        }
+
+        #[test]
+        fn quad_hits_is_the_scalar_check(
+            bounds in proptest::array::uniform16((any::<i32>(), any::<i32>())),
+            val in proptest::array::uniform4(any::<u32>()),
+            mask in proptest::array::uniform4(any::<u32>()),
+            idx in proptest::array::uniform4(any::<u32>()),
+            q in proptest::array::uniform4(any::<i32>()),
+            w in any::<u32>(),
+            from in any::<u32>(),
+            bound in any::<u32>(),
+            near in 0usize..16,
+        ) {
+            let mut c = Quad { lo: [[0; 4]; 4], hi: [[0; 4]; 4], val, mask, idx };
+            for (k, &(a, b)) in bounds.iter().enumerate() {
+                (c.lo[k / 4][k % 4], c.hi[k / 4][k % 4]) = (a.min(b), a.max(b));
+            }
+            prop_assert_eq!(quad_hits(&c, &q, w, from, bound), quad_hits_scalar(&c, &q, w, from, bound));
+            // Random keys rarely fall inside four random ranges: also a key
+            // on a bound, each candidate's word made to match, and index
+            // limits at the candidates' own indexes.
+            let (d, j) = (near / 4, near % 4);
+            let mut q2 = q;
+            for (dd, x) in q2.iter_mut().enumerate() {
+                *x = if dd == d { c.hi[dd][j] } else { c.lo[dd][j] };
+            }
+            let mut c2 = c;
+            for k in 0..4 {
+                c2.val[k] = c.val[k] & c.mask[k];
+            }
+            let w2 = c2.val[j];
+            for (f, b) in [(0, u32::MAX), (idx[j], idx[j]), (idx[j], idx[j].saturating_add(1)), (from, bound)] {
+                prop_assert_eq!(quad_hits(&c2, &q2, w2, f, b), quad_hits_scalar(&c2, &q2, w2, f, b));
+                prop_assert_eq!(quad_hits(&c, &q2, w2, f, b), quad_hits_scalar(&c, &q2, w2, f, b));
             }
         }
     }

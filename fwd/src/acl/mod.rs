@@ -119,10 +119,13 @@
 //! cost. What a burst lookup costs: ~half compute (about 31 ns on a
 //! cache-hot trace), ~half cache misses on the 2-4 nodes and the leaf of a
 //! random header. The descent prefetches each lane's next node and its
-//! leaf's first candidates ([`crate::arch::prefetch`]); there is no runtime
-//! SIMD dispatch (rte_acl has both). On 50k and 100k sets (11-21 MB of
-//! trees, ~6 nodes and ~10 leaf checks per lookup) lookups are still
-//! 1.5-2.7x rte_acl's (`bench-results/acl_large.md`).
+//! leaf's first lines ([`crate::arch::prefetch`]); a node's thresholds and
+//! an IPv4 leaf's candidates, four at a time, are compared with SSE2
+//! ([`crate::arch::lt_mask16`], [`crate::arch::quad_hits`]), which every
+//! x86_64 CPU has: no runtime dispatch (rte_acl has AVX2 and AVX-512
+//! paths). On 50k and 100k sets (16-24 MB of trees, ~6 nodes and ~10 leaf
+//! checks per lookup) lookups are still 3.7-4.6x rte_acl's AVX-512 ones
+//! (`bench-results/acl_large.md`).
 
 mod chain;
 mod classbench;

@@ -19,7 +19,8 @@
 //!   of up to three such levels (7 thresholds with their dimensions, 8
 //!   exits) in one cache line, so a descent loads a third of the lines.
 //! * Leaves list candidate rules in precedence order, copied contiguously
-//!   into an arena; the first live rule whose full match holds wins.
+//!   into an arena as records of one or four candidates ([`Leaf`]); the
+//!   first live rule whose full match holds wins.
 //!   Leaves keep *every* rule that intersects their region (no redundancy
 //!   pruning), so marking a rule dead in a later version needs no change to
 //!   the tree: the scan simply continues to the next candidate.
@@ -46,7 +47,8 @@ const PAYLOAD: u32 = 0x03FF_FFFF;
 /// Leaves are *absorbing*: payload = the leaf's own index and the child
 /// offset is masked to 0, so a descent step is branch-free and a lane that
 /// reached its leaf stays there while the other lanes of a burst continue.
-/// Leaf: word 0 = offset of its candidates in `arena`, word 1 = count.
+/// Leaf: word 0 = offset of its records in `arena`, word 1 = its number of
+/// candidates, word 2 = of records (see [`Leaf`]).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Node([u32; 16]);
@@ -114,13 +116,14 @@ pub(crate) struct Tree<const D: usize, L> {
     nodes: Vec<Node>,
     /// Build-time boxes (emptied after the build).
     rules: Vec<BoxRule<D>>,
-    /// Each leaf's candidates, copied contiguously in precedence order
-    /// (sign-flipped boxes), so a leaf scan streams through adjacent lines
+    /// Each leaf's candidates as records ([`Leaf`]), contiguous and in
+    /// precedence order, so a leaf scan streams through adjacent lines
     /// instead of chasing one rule per cache miss.
     arena: Vec<L>,
     /// What the records do not hold (see [`Leaf::from_box`]).
     long: Vec<[u64; 4]>,
-    /// Build-time leaf lists (ranks), parallel to `arena`.
+    /// Build-time leaf lists (ranks), which leaf nodes index until the
+    /// records replace them.
     ext: Vec<u32>,
     n_rules: usize,
     first: u32,
@@ -204,12 +207,22 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         t.park = t.nodes.len();
         t.nodes.push(Node([0; 16]));
         t.set_leaf(t.park, &[]);
-        let mut long = Vec::new();
-        t.arena = t
-            .ext
-            .iter()
-            .map(|&r| L::from_box(&t.rules[r as usize], &mut long))
-            .collect();
+        let (mut arena, mut long) = (Vec::new(), Vec::new());
+        let mut boxes = Vec::new();
+        for n in &mut t.nodes {
+            let w = &mut n.0;
+            if w[15] >> 30 != KIND_LEAF {
+                continue;
+            }
+            let (off, len) = (w[0] as usize, w[1] as usize);
+            boxes.clear();
+            boxes.extend(t.ext[off..off + len].iter().map(|&r| &t.rules[r as usize]));
+            let at = arena.len();
+            L::push(&boxes, &mut arena, &mut long);
+            w[0] = at as u32;
+            w[2] = (arena.len() - at) as u32;
+        }
+        t.arena = arena;
         t.long = long;
         t.n_rules = t.rules.len();
         t.first = t.rules.first().map_or(u32::MAX, |r| r.idx);
@@ -597,7 +610,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     /// loads of different packets overlap; each lane leaves the loop when it
     /// reaches its leaf. Lanes not in `live` are set to an empty leaf.
     /// Each step prefetches the lane's next node, and a lane that reaches
-    /// its leaf prefetches the leaf's first 4 candidates for the scan that
+    /// its leaf prefetches the leaf's first 4 lines for the scan that
     /// follows: on the 100k set (20 MB of trees) that took a lookup from
     /// 239-306 to 152-167 ns (`bench-results/acl_large.md`).
     /// (A lock-step variant without per-lane branches measured slower: it
@@ -619,10 +632,8 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
                 let next = self.step(node[i], &pts[i]);
                 if next == node[i] {
                     live &= !(1 << i);
-                    // The leaf's first candidates, for the scan after.
-                    for c in self.leaf_list(next).iter().take(4) {
-                        arch::prefetch(c);
-                    }
+                    // The leaf's first lines, for the scan after.
+                    arch::prefetch_lines(self.leaf_list(next), 4);
                 } else {
                     // The next round's node, while the other lanes step.
                     arch::prefetch(&self.nodes[next]);
@@ -636,7 +647,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     fn leaf_list(&self, leaf: usize) -> &[L] {
         let node = &self.nodes[leaf].0;
         let off = node[0] as usize;
-        &self.arena[off..off + node[1] as usize]
+        &self.arena[off..off + node[2] as usize]
     }
 
     /// Diagnostic: (nodes visited, rules checked) for one lookup.
@@ -651,14 +662,19 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             n = next;
             steps += 1;
         }
+        // Candidates under the bound up to the first match, as a scan one
+        // by one would check them.
         let mut checks = 0;
-        let q = L::probe(p);
-        for b in self.leaf_list(n) {
-            if b.idx() >= bound {
-                break;
-            }
-            checks += 1;
-            if b.matches(&q, ex, &self.long) {
+        let q = L::probe(p, ex);
+        for r in self.leaf_list(n) {
+            let hits = r.hits(&q, &self.long, 0, bound);
+            let upto = if hits != 0 {
+                hits.trailing_zeros() as usize + 1
+            } else {
+                L::LANES
+            };
+            checks += (0..upto).filter(|&j| r.idx(j) < bound).count();
+            if hits != 0 || r.idx(L::LANES - 1) >= bound {
                 break;
             }
         }
@@ -666,8 +682,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     }
 
     /// [`Tree::scan_leaf`] over base indexes in `lo..bound` only: the
-    /// continued lookup of a rule without a verdict. Separate so the first
-    /// lookup's loop keeps no lower bound to test.
+    /// continued lookup of a rule without a verdict.
     #[inline]
     pub fn scan_leaf_from(
         &self,
@@ -678,10 +693,14 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         lo: u32,
         bound: u32,
     ) -> Option<u32> {
-        let list = self.leaf_list(leaf);
-        // Candidates are in base-index order.
-        let start = list.partition_point(|b| b.idx() < lo);
-        first_live(&list[start..], &L::probe(p), ex, &self.long, dead, bound)
+        first_live(
+            self.leaf_list(leaf),
+            &L::probe(p, ex),
+            &self.long,
+            dead,
+            lo,
+            bound,
+        )
     }
 
     /// First live rule of leaf `leaf` matching the point with base index
@@ -697,36 +716,39 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     ) -> Option<u32> {
         first_live(
             self.leaf_list(leaf),
-            &L::probe(p),
-            ex,
+            &L::probe(p, ex),
             &self.long,
             dead,
+            0,
             bound,
         )
     }
 }
 
-/// The first live rule of `list` (in base-index order) matching the point
-/// with base index `< bound`.
+/// The first live rule of `list` (records in base-index order) matching
+/// the point with base index in `from..bound`.
 #[inline(always)]
 fn first_live<const D: usize, L: Leaf<D>>(
     list: &[L],
     q: &L::Probe,
-    ex: u64,
     long: &[[u64; 4]],
     dead: Option<&[u64]>,
+    from: u32,
     bound: u32,
 ) -> Option<u32> {
-    for b in list {
-        let idx = b.idx();
-        if idx >= bound {
-            return None;
-        }
-        if b.matches(q, ex, long) {
+    for r in list {
+        let mut hits = r.hits(q, long, from, bound);
+        while hits != 0 {
+            let idx = r.idx(hits.trailing_zeros() as usize);
+            hits &= hits - 1;
             match dead {
                 Some(dead) if dead[(idx >> 6) as usize] >> (idx & 63) & 1 != 0 => {}
                 _ => return Some(idx),
             }
+        }
+        // Sorted: no later record has an index under the bound.
+        if r.idx(L::LANES - 1) >= bound {
+            return None;
         }
     }
     None
