@@ -623,6 +623,8 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             } else {
                 self.park
             };
+            // Every lane's first node is asked for before the first is read.
+            arch::prefetch(&self.nodes[*n]);
         }
         while live != 0 {
             let mut m = live;
