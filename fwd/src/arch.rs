@@ -67,14 +67,15 @@ pub fn lt_mask_scalar(words: &[u32; 16], v: i32) -> u32 {
 }
 
 /// Four ACL candidates laid out for one SIMD check each way
-/// (`acl::compiled::Leaf4`): per dimension (source, destination, source
-/// port, destination port), the four candidates' sign-flipped inclusive
-/// bounds; one 32-bit `value/mask` word each; their base indexes.
+/// (`acl::compiled::Leaf4`, `Leaf6`): per dimension (`K` of them: the
+/// 32-bit words of the addresses that the record holds, the ports), the
+/// four candidates' sign-flipped inclusive bounds; one 32-bit `value/mask`
+/// word each; their base indexes.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
-pub struct Quad {
-    pub lo: [[i32; 4]; 4],
-    pub hi: [[i32; 4]; 4],
+pub struct Quad<const K: usize> {
+    pub lo: [[i32; 4]; K],
+    pub hi: [[i32; 4]; K],
     pub val: [u32; 4],
     pub mask: [u32; 4],
     pub idx: [u32; 4],
@@ -83,10 +84,16 @@ pub struct Quad {
 /// Bit `j` of the first mask set iff candidate `j` of `c` holds for the
 /// (sign-flipped) point `q` and word `w`, and `from <= c.idx[j] < bound`;
 /// the second mask: the top bits of `c.mask` (a flag a key's word never
-/// sets). Sixteen SSE2 compares, one masked equality and two index
-/// compares for the four candidates; no branch.
+/// sets). Two SSE2 compares per dimension, one masked equality and two
+/// index compares for the four candidates; no branch.
 #[inline(always)]
-pub fn quad_hits(c: &Quad, q: &[i32; 4], w: u32, from: u32, bound: u32) -> (u32, u32) {
+pub fn quad_hits<const K: usize>(
+    c: &Quad<K>,
+    q: &[i32; K],
+    w: u32,
+    from: u32,
+    bound: u32,
+) -> (u32, u32) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE2 is part of x86_64. Every load is an unaligned 16-byte
     // load of one `[i32; 4]` / `[u32; 4]` field of the borrowed `c`.
@@ -119,10 +126,16 @@ pub fn quad_hits(c: &Quad, q: &[i32; 4], w: u32, from: u32, bound: u32) -> (u32,
 
 /// The reference for [`quad_hits`].
 #[inline(always)]
-pub fn quad_hits_scalar(c: &Quad, q: &[i32; 4], w: u32, from: u32, bound: u32) -> (u32, u32) {
+pub fn quad_hits_scalar<const K: usize>(
+    c: &Quad<K>,
+    q: &[i32; K],
+    w: u32,
+    from: u32,
+    bound: u32,
+) -> (u32, u32) {
     let (mut m, mut flagged) = (0, 0);
     for j in 0..4 {
-        let inside = (0..4).all(|d| c.lo[d][j] <= q[d] && q[d] <= c.hi[d][j]);
+        let inside = (0..K).all(|d| c.lo[d][j] <= q[d] && q[d] <= c.hi[d][j]);
         let ok = inside && w & c.mask[j] == c.val[j] && from <= c.idx[j] && c.idx[j] < bound;
         m |= u32::from(ok) << j;
         flagged |= (c.mask[j] >> 31) << j;
@@ -186,7 +199,7 @@ mod tests {
             bound in any::<u32>(),
             near in 0usize..16,
         ) {
-            let mut c = Quad { lo: [[0; 4]; 4], hi: [[0; 4]; 4], val, mask, idx };
+            let mut c: Quad<4> = Quad { lo: [[0; 4]; 4], hi: [[0; 4]; 4], val, mask, idx };
             for (k, &(a, b)) in bounds.iter().enumerate() {
                 (c.lo[k / 4][k % 4], c.hi[k / 4][k % 4]) = (a.min(b), a.max(b));
             }

@@ -120,7 +120,7 @@
 //! cache-hot trace), ~half cache misses on the 2-4 nodes and the leaf of a
 //! random header. The descent prefetches each lane's next node and its
 //! leaf's first lines ([`crate::arch::prefetch`]); a node's thresholds and
-//! an IPv4 leaf's candidates, four at a time, are compared with SSE2
+//! a leaf's candidates, four at a time, are compared with SSE2
 //! ([`crate::arch::lt_mask16`], [`crate::arch::quad_hits`]), which every
 //! x86_64 CPU has: no runtime dispatch (rte_acl has AVX2 and AVX-512
 //! paths). On 50k and 100k sets (16-24 MB of trees, ~6 nodes and ~10 leaf

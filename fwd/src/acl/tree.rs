@@ -19,7 +19,7 @@
 //!   of up to three such levels (7 thresholds with their dimensions, 8
 //!   exits) in one cache line, so a descent loads a third of the lines.
 //! * Leaves list candidate rules in precedence order, copied contiguously
-//!   into an arena as records of one or four candidates ([`Leaf`]); the
+//!   into an arena as records of four candidates ([`Leaf`]); the
 //!   first live rule whose full match holds wins.
 //!   Leaves keep *every* rule that intersects their region (no redundancy
 //!   pruning), so marking a rule dead in a later version needs no change to
@@ -112,7 +112,7 @@ pub struct TreeStats {
 
 /// Immutable tree over rules sorted by precedence (rank 0 = best).
 #[derive(Clone, Debug)]
-pub(crate) struct Tree<const D: usize, L> {
+pub(crate) struct Tree<const D: usize, L: Leaf<D>> {
     nodes: Vec<Node>,
     /// Build-time boxes (emptied after the build).
     rules: Vec<BoxRule<D>>,
@@ -121,7 +121,7 @@ pub(crate) struct Tree<const D: usize, L> {
     /// instead of chasing one rule per cache miss.
     arena: Vec<L>,
     /// What the records do not hold (see [`Leaf::from_box`]).
-    long: Vec<[u64; 4]>,
+    long: Vec<L::Side>,
     /// Build-time leaf lists (ranks), which leaf nodes index until the
     /// records replace them.
     ext: Vec<u32>,
@@ -290,7 +290,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     pub fn mem_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.arena.capacity() * std::mem::size_of::<L>()
-            + self.long.capacity() * std::mem::size_of::<[u64; 4]>()
+            + self.long.capacity() * std::mem::size_of::<L::Side>()
             + self.root.capacity() * 4
     }
 
@@ -733,7 +733,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
 fn first_live<const D: usize, L: Leaf<D>>(
     list: &[L],
     q: &L::Probe,
-    long: &[[u64; 4]],
+    long: &[L::Side],
     dead: Option<&[u64]>,
     from: u32,
     bound: u32,
