@@ -168,6 +168,55 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
     (best != u32::MAX).then_some(best)
 }
 
+/// The first `n` lanes of a chunk.
+#[inline(always)]
+fn first_lanes(n: usize) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1 << n) - 1
+    }
+}
+
+/// [`lookup_trees`] for the lanes `lanes` of a chunk at once: each tree is
+/// descended by every lane whose best so far it can still beat
+/// ([`Tree::descend_burst`]), then their leaves are scanned. `pts[i]` is
+/// lane `i`'s point (of `keys[i]`); `best[i]` its best base index so far
+/// (`u32::MAX`: none).
+#[inline(always)]
+fn burst_trees<const D: usize, L: Leaf<D>>(
+    trees: &[Tree<D, L>],
+    pts: &[[i32; D]],
+    keys: &[Key],
+    lanes: u32,
+    dead: Option<&[u64]>,
+    best: &mut [u32; CHUNK],
+) {
+    let n = pts.len();
+    let mut node = [0usize; CHUNK];
+    for t in trees {
+        let first = t.first_idx();
+        let mut live = 0u32;
+        for (i, &b) in best[..n].iter().enumerate() {
+            if lanes >> i & 1 != 0 && b > first {
+                live |= 1 << i;
+            }
+        }
+        if live == 0 {
+            continue;
+        }
+        t.descend_burst(pts, &mut node[..n], live);
+        while live != 0 {
+            let i = live.trailing_zeros() as usize;
+            live &= live - 1;
+            let ex = exact_word(&keys[i]);
+            if let Some(b) = t.scan_leaf(node[i], &pts[i], ex, dead, best[i]) {
+                best[i] = b;
+            }
+        }
+    }
+}
+
 /// One immutable version of the classifier. Cheap to clone (a few `Arc`s);
 /// `Send + Sync`; lookups allocate nothing, take no lock and write nothing
 /// shared.
@@ -376,9 +425,9 @@ impl Classifier {
 
     /// Classify a burst: `out[i] = classify(&keys[i])`.
     ///
-    /// IPv4 keys descend the tree in interleaved groups so the node loads of
-    /// different packets overlap (the burst analogue of rte_acl's
-    /// multi-flow search).
+    /// The keys of each family descend the trees in interleaved groups so
+    /// the node loads of different packets overlap (the burst analogue of
+    /// rte_acl's multi-flow search).
     ///
     /// # Panics
     /// If `out.len() < keys.len()`.
@@ -387,44 +436,25 @@ impl Classifier {
         let dead = self.dead();
         for (kc, oc) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
             let n = kc.len();
-            let mut pts = [[0i32; D4]; CHUNK];
             let mut best = [u32::MAX; CHUNK];
-            let mut node = [0usize; CHUNK];
-            let mut any_v6 = false;
-            for (p, k) in pts.iter_mut().zip(kc) {
-                any_v6 |= k.is_v6;
-                *p = point4(k);
+            let mut v6 = 0u32;
+            for (i, k) in kc.iter().enumerate() {
+                v6 |= u32::from(k.is_v6) << i;
             }
-            for t in &self.base.v4 {
-                let first = t.first_idx();
-                let mut lanes = 0u32;
-                for i in 0..n {
-                    if !kc[i].is_v6 && best[i] > first {
-                        lanes |= 1 << i;
-                    }
+            let v4 = first_lanes(n) & !v6;
+            if v4 != 0 {
+                let mut pts = [[0i32; D4]; CHUNK];
+                for (p, k) in pts.iter_mut().zip(kc) {
+                    *p = point4(k);
                 }
-                if lanes == 0 {
-                    continue;
-                }
-                t.descend_burst(&pts[..n], &mut node[..n], lanes);
-                let mut m = lanes;
-                while m != 0 {
-                    let i = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let k = &kc[i];
-                    if let Some(b) = t.scan_leaf(node[i], &pts[i], exact_word(k), dead, best[i]) {
-                        best[i] = b;
-                    }
-                }
+                burst_trees(&self.base.v4, &pts[..n], kc, v4, dead, &mut best);
             }
-            if any_v6 {
-                for (i, k) in kc.iter().enumerate().filter(|(_, k)| k.is_v6) {
-                    if let Some(b) =
-                        lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, None)
-                    {
-                        best[i] = b;
-                    }
+            if v6 != 0 {
+                let mut pts = [[0i32; D6]; CHUNK];
+                for (p, k) in pts.iter_mut().zip(kc) {
+                    *p = point6(k);
                 }
+                burst_trees(&self.base.v6, &pts[..n], kc, v6, dead, &mut best);
             }
             if self.overlay.is_empty() {
                 for (o, &b) in oc.iter_mut().zip(&best[..n]) {
