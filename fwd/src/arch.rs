@@ -83,9 +83,11 @@ pub struct Quad<const K: usize> {
 
 /// Bit `j` of the first mask set iff candidate `j` of `c` holds for the
 /// (sign-flipped) point `q` and word `w`, and `from <= c.idx[j] < bound`;
-/// the second mask: the top bits of `c.mask` (a flag a key's word never
-/// sets). Two SSE2 compares per dimension, one masked equality and two
-/// index compares for the four candidates; no branch.
+/// the second mask: those of them whose `c.mask` has its top bit set (a
+/// flag a key's word never sets). Two SSE2 compares per dimension, one
+/// masked equality and two index compares for the four candidates, no
+/// branch per candidate; a record whose every candidate fails on the
+/// first two dimensions stops there.
 #[inline(always)]
 pub fn quad_hits<const K: usize>(
     c: &Quad<K>,
@@ -106,6 +108,11 @@ pub fn quad_hits<const K: usize>(
             let x = _mm_set1_epi32(x);
             fail = _mm_or_si128(fail, _mm_cmpgt_epi32(ld(&c.lo[d]), x));
             fail = _mm_or_si128(fail, _mm_cmpgt_epi32(x, ld(&c.hi[d])));
+            // Most records of a scan that finds nothing fail on their
+            // first two dimensions (the addresses) in every lane.
+            if d == 1 && _mm_movemask_ps(_mm_castsi128_ps(fail)) == 0xF {
+                return (0, 0);
+            }
         }
         let word = _mm_cmpeq_epi32(
             _mm_and_si128(_mm_set1_epi32(w as i32), ldu(&c.mask)),
@@ -117,8 +124,9 @@ pub fn quad_hits<const K: usize>(
         let below = _mm_cmpgt_epi32(_mm_set1_epi32((bound ^ 0x8000_0000) as i32), ix);
         let early = _mm_cmpgt_epi32(_mm_set1_epi32((from ^ 0x8000_0000) as i32), ix);
         let ok = _mm_andnot_si128(_mm_or_si128(fail, early), _mm_and_si128(word, below));
+        let hits = _mm_movemask_ps(_mm_castsi128_ps(ok)) as u32;
         let flagged = _mm_movemask_ps(_mm_castsi128_ps(ldu(&c.mask))) as u32;
-        (_mm_movemask_ps(_mm_castsi128_ps(ok)) as u32, flagged)
+        (hits, hits & flagged)
     }
     #[cfg(not(target_arch = "x86_64"))]
     quad_hits_scalar(c, q, w, from, bound)
@@ -138,7 +146,7 @@ pub fn quad_hits_scalar<const K: usize>(
         let inside = (0..K).all(|d| c.lo[d][j] <= q[d] && q[d] <= c.hi[d][j]);
         let ok = inside && w & c.mask[j] == c.val[j] && from <= c.idx[j] && c.idx[j] < bound;
         m |= u32::from(ok) << j;
-        flagged |= (c.mask[j] >> 31) << j;
+        flagged |= (u32::from(ok) & c.mask[j] >> 31) << j;
     }
     (m, flagged)
 }

@@ -364,9 +364,8 @@ fn quad_hits_with_side<const K: usize, T>(
     bound: u32,
     side: impl Fn(&T) -> bool,
 ) -> u32 {
-    let (mut m, flagged) = arch::quad_hits(c, &q.q, q.word, from, bound);
+    let (mut m, mut rare) = arch::quad_hits(c, &q.q, q.word, from, bound);
     // The side table, for the few that matched everything else.
-    let mut rare = m & flagged;
     while rare != 0 {
         let j = rare.trailing_zeros() as usize;
         rare &= rare - 1;
