@@ -168,16 +168,6 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
     (best != u32::MAX).then_some(best)
 }
 
-/// The first `n` lanes of a chunk.
-#[inline(always)]
-fn first_lanes(n: usize) -> u32 {
-    if n >= 32 {
-        u32::MAX
-    } else {
-        (1 << n) - 1
-    }
-}
-
 /// [`lookup_trees`] for the lanes `lanes` of a chunk at once: each tree is
 /// descended by every lane whose best so far it can still beat
 /// ([`Tree::descend_burst`]), then their leaves are scanned. `pts[i]` is
@@ -437,11 +427,11 @@ impl Classifier {
         for (kc, oc) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
             let n = kc.len();
             let mut best = [u32::MAX; CHUNK];
-            let mut v6 = 0u32;
+            let (mut v4, mut v6) = (0u32, 0u32);
             for (i, k) in kc.iter().enumerate() {
+                v4 |= u32::from(!k.is_v6) << i;
                 v6 |= u32::from(k.is_v6) << i;
             }
-            let v4 = first_lanes(n) & !v6;
             if v4 != 0 {
                 let mut pts = [[0i32; D4]; CHUNK];
                 for (p, k) in pts.iter_mut().zip(kc) {

@@ -120,7 +120,7 @@ pub(crate) struct Tree<const D: usize, L: Leaf<D>> {
     /// precedence order, so a leaf scan streams through adjacent lines
     /// instead of chasing one rule per cache miss.
     arena: Vec<L>,
-    /// What the records do not hold (see [`Leaf::from_box`]).
+    /// What the records do not hold, by base index (see [`Leaf::push`]).
     long: Vec<L::Side>,
     /// Build-time leaf lists (ranks), which leaf nodes index until the
     /// records replace them.
