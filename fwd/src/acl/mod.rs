@@ -124,7 +124,7 @@
 //! ([`crate::arch::lt_mask16`], [`crate::arch::quad_hits`]), which every
 //! x86_64 CPU has: no runtime dispatch (rte_acl has AVX2 and AVX-512
 //! paths). On 50k and 100k sets (16-24 MB of trees, ~6 nodes and ~10 leaf
-//! checks per lookup) lookups are still 3.7-4.6x rte_acl's AVX-512 ones
+//! checks per lookup) lookups are still 3.2-4.0x rte_acl's AVX-512 ones
 //! (`bench-results/acl_large.md`).
 
 mod chain;
