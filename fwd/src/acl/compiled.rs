@@ -333,15 +333,26 @@ fn fill<const D: usize, const K: usize>(
     (val & IN_PORT_VLAN, mask & IN_PORT_VLAN)
 }
 
-/// A record with every slot empty: lo > hi in every dimension, index MAX.
-fn empty_quad<const K: usize>() -> arch::Quad<K> {
-    arch::Quad {
-        lo: [[i32::MAX; 4]; K],
-        hi: [[i32::MIN; 4]; K],
-        val: [0; 4],
-        mask: [0; 4],
-        idx: [u32::MAX; 4],
-    }
+/// The records of `boxes`, four to a record in order, slot `j` of each
+/// filled by `slot(record, j, box)`; empty slots have lo > hi in every
+/// dimension and index MAX.
+fn quads<'a, const D: usize, const K: usize>(
+    boxes: &'a [&BoxRule<D>],
+    mut slot: impl FnMut(&mut arch::Quad<K>, usize, &BoxRule<D>) + 'a,
+) -> impl Iterator<Item = arch::Quad<K>> + 'a {
+    boxes.chunks(4).map(move |four| {
+        let mut c = arch::Quad {
+            lo: [[i32::MAX; 4]; K],
+            hi: [[i32::MIN; 4]; K],
+            val: [0; 4],
+            mask: [0; 4],
+            idx: [u32::MAX; 4],
+        };
+        for (j, b) in four.iter().enumerate() {
+            slot(&mut c, j, b);
+        }
+        c
+    })
 }
 
 /// Entry `idx` of a side table indexed by base index.
@@ -383,16 +394,13 @@ impl Leaf<D4> for Leaf4 {
     const LANES: usize = 4;
 
     fn push(boxes: &[&BoxRule<D4>], out: &mut Vec<Self>, long: &mut Vec<[u64; 2]>) {
-        for four in boxes.chunks(4) {
-            let mut c = empty_quad();
-            for (j, b) in four.iter().enumerate() {
-                let (v, m) = fill(&mut c, j, b, [0, 1, 2, 3], 4, false);
-                if m != 0 {
-                    *side_at(long, b.idx) = [v, m];
-                }
+        let slot = |c: &mut arch::Quad<4>, j, b: &BoxRule<D4>| {
+            let (v, m) = fill(c, j, b, [0, 1, 2, 3], 4, false);
+            if m != 0 {
+                *side_at(long, b.idx) = [v, m];
             }
-            out.push(Leaf4(c));
-        }
+        };
+        out.extend(quads(boxes, slot).map(Leaf4));
     }
 
     #[inline(always)]
@@ -437,18 +445,15 @@ impl Leaf<D6> for Leaf6 {
     const LANES: usize = 4;
 
     fn push(boxes: &[&BoxRule<D6>], out: &mut Vec<Self>, long: &mut Vec<[u64; 6]>) {
-        for four in boxes.chunks(4) {
-            let mut c = empty_quad();
-            for (j, b) in four.iter().enumerate() {
-                let (s_lo, d_lo) = (prefix64(b, 2), prefix64(b, 6));
-                let low = s_lo[1] | d_lo[1] != 0;
-                let (v, m) = fill(&mut c, j, b, [0, 1, 4, 5, 8, 9], 10, low);
-                if low || m != 0 {
-                    *side_at(long, b.idx) = [s_lo[0], s_lo[1], d_lo[0], d_lo[1], v, m];
-                }
+        let slot = |c: &mut arch::Quad<6>, j, b: &BoxRule<D6>| {
+            let (s_lo, d_lo) = (prefix64(b, 2), prefix64(b, 6));
+            let low = s_lo[1] | d_lo[1] != 0;
+            let (v, m) = fill(c, j, b, [0, 1, 4, 5, 8, 9], 10, low);
+            if low || m != 0 {
+                *side_at(long, b.idx) = [s_lo[0], s_lo[1], d_lo[0], d_lo[1], v, m];
             }
-            out.push(Leaf6(c));
-        }
+        };
+        out.extend(quads(boxes, slot).map(Leaf6));
     }
 
     #[inline(always)]
