@@ -139,17 +139,15 @@ impl Base {
     }
 }
 
-/// Best base index over a family's trees; with `lo`, among indexes `>= lo`
-/// only (rules after a given one in precedence order). Always inlined, so
-/// [`Classifier::classify`]'s `None` folds away and the first lookup pays
-/// nothing for the continued one.
+/// Best base index over a family's trees among indexes `>= from` (> 0:
+/// rules after a given one in precedence order).
 #[inline(always)]
 fn lookup_trees<const D: usize, L: Leaf<D>>(
     trees: &[Tree<D, L>],
     p: &[i32; D],
     ex: u64,
     dead: Option<&[u64]>,
-    lo: Option<u32>,
+    from: u32,
 ) -> Option<u32> {
     let mut best = u32::MAX;
     for t in trees {
@@ -157,11 +155,7 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
             break;
         }
         let leaf = t.descend(p);
-        let found = match lo {
-            None => t.scan_leaf(leaf, p, ex, dead, best),
-            Some(lo) => t.scan_leaf_from(leaf, p, ex, dead, lo, best),
-        };
-        if let Some(i) = found {
+        if let Some(i) = t.scan_leaf(leaf, p, ex, dead, from, best) {
             best = i;
         }
     }
@@ -200,7 +194,7 @@ fn burst_trees<const D: usize, L: Leaf<D>>(
             let i = live.trailing_zeros() as usize;
             live &= live - 1;
             let ex = exact_word(&keys[i]);
-            if let Some(b) = t.scan_leaf(node[i], &pts[i], ex, dead, best[i]) {
+            if let Some(b) = t.scan_leaf(node[i], &pts[i], ex, dead, 0, best[i]) {
                 best[i] = b;
             }
         }
@@ -343,7 +337,7 @@ impl Classifier {
             nodes += n;
             checks += c;
             let leaf = t.descend(&p);
-            if let Some(i) = t.scan_leaf(leaf, &p, exact_word(k), None, best) {
+            if let Some(i) = t.scan_leaf(leaf, &p, exact_word(k), None, 0, best) {
                 best = i;
             }
         }
@@ -379,9 +373,9 @@ impl Classifier {
     pub fn classify(&self, k: &Key) -> Option<&RuleEntry> {
         let dead = self.dead();
         let b = if k.is_v6 {
-            lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, None)
+            lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, 0)
         } else {
-            lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead, None)
+            lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead, 0)
         };
         self.finish(k, b)
     }
@@ -398,9 +392,9 @@ impl Classifier {
         let dead = self.dead();
         let lo = self.base.orders.partition_point(|&o| o <= after) as u32;
         let b = if k.is_v6 {
-            lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, Some(lo))
+            lookup_trees(&self.base.v6, &point6(k), exact_word(k), dead, lo)
         } else {
-            lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead, Some(lo))
+            lookup_trees(&self.base.v4, &point4(k), exact_word(k), dead, lo)
         };
         let base = b.map(|i| &*self.base.entries[i as usize]);
         if self.overlay.is_empty() {

@@ -683,30 +683,9 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         (steps, checks)
     }
 
-    /// [`Tree::scan_leaf`] over base indexes in `lo..bound` only: the
-    /// continued lookup of a rule without a verdict.
-    #[inline]
-    pub fn scan_leaf_from(
-        &self,
-        leaf: usize,
-        p: &[i32; D],
-        ex: u64,
-        dead: Option<&[u64]>,
-        lo: u32,
-        bound: u32,
-    ) -> Option<u32> {
-        first_live(
-            self.leaf_list(leaf),
-            &L::probe(p, ex),
-            &self.long,
-            dead,
-            lo,
-            bound,
-        )
-    }
-
     /// First live rule of leaf `leaf` matching the point with base index
-    /// `< bound`.
+    /// in `from..bound` (`from` > 0: the continued lookup of a rule without
+    /// a verdict).
     #[inline(always)]
     pub fn scan_leaf(
         &self,
@@ -714,6 +693,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         p: &[i32; D],
         ex: u64,
         dead: Option<&[u64]>,
+        from: u32,
         bound: u32,
     ) -> Option<u32> {
         first_live(
@@ -721,7 +701,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             &L::probe(p, ex),
             &self.long,
             dead,
-            0,
+            from,
             bound,
         )
     }
