@@ -311,8 +311,10 @@ pub(crate) struct Probe<const K: usize> {
 
 /// Fills slot `j` of `c` from box `b`: `dims` are the box dimensions the
 /// record holds, in its order; the exact-or-masked fields start at box
-/// dimension `at` (see `common_dims`). Returns the candidate's exact word
-/// (`value`, `mask`) for the side table.
+/// dimension `at` (see `common_dims`). The slot is flagged [`RARE`] if the
+/// rule constrains `in_port` or `vlan`, or if `side` (it has another
+/// constraint the side table holds). Returns the `in_port` / `vlan` bits
+/// of its exact word (`value`, `mask`) for the side table.
 fn fill<const D: usize, const K: usize>(
     c: &mut arch::Quad<K>,
     j: usize,
