@@ -198,37 +198,81 @@ mod tests {
         #[test]
         fn quad_hits_is_the_scalar_check(
             bounds in proptest::array::uniform16((any::<i32>(), any::<i32>())),
-            val in proptest::array::uniform4(any::<u32>()),
-            mask in proptest::array::uniform4(any::<u32>()),
-            idx in proptest::array::uniform4(any::<u32>()),
+            words in proptest::array::uniform3(proptest::array::uniform4(any::<u32>())),
             q in proptest::array::uniform4(any::<i32>()),
-            w in any::<u32>(),
-            from in any::<u32>(),
-            bound in any::<u32>(),
+            limits in proptest::array::uniform3(any::<u32>()),
             near in 0usize..16,
         ) {
-            let mut c: Quad<4> = Quad { lo: [[0; 4]; 4], hi: [[0; 4]; 4], val, mask, idx };
-            for (k, &(a, b)) in bounds.iter().enumerate() {
-                (c.lo[k / 4][k % 4], c.hi[k / 4][k % 4]) = (a.min(b), a.max(b));
-            }
-            prop_assert_eq!(quad_hits(&c, &q, w, from, bound), quad_hits_scalar(&c, &q, w, from, bound));
-            // Random keys rarely fall inside four random ranges: also a key
-            // on a bound, each candidate's word made to match, and index
-            // limits at the candidates' own indexes.
-            let (d, j) = (near / 4, near % 4);
-            let mut q2 = q;
-            for (dd, x) in q2.iter_mut().enumerate() {
-                *x = if dd == d { c.hi[dd][j] } else { c.lo[dd][j] };
-            }
-            let mut c2 = c;
-            for k in 0..4 {
-                c2.val[k] = c.val[k] & c.mask[k];
-            }
-            let w2 = c2.val[j];
-            for (f, b) in [(0, u32::MAX), (idx[j], idx[j]), (idx[j], idx[j].saturating_add(1)), (from, bound)] {
-                prop_assert_eq!(quad_hits(&c2, &q2, w2, f, b), quad_hits_scalar(&c2, &q2, w2, f, b));
-                prop_assert_eq!(quad_hits(&c, &q2, w2, f, b), quad_hits_scalar(&c, &q2, w2, f, b));
-            }
+            check_quad::<4>(&bounds, words, q, limits, near)?;
         }
+
+        #[test]
+        fn quad_hits_is_the_scalar_check_in_six_dimensions(
+            bounds in proptest::array::uniform24((any::<i32>(), any::<i32>())),
+            words in proptest::array::uniform3(proptest::array::uniform4(any::<u32>())),
+            q in proptest::array::uniform6(any::<i32>()),
+            limits in proptest::array::uniform3(any::<u32>()),
+            near in 0usize..24,
+        ) {
+            check_quad::<6>(&bounds, words, q, limits, near)?;
+        }
+    }
+
+    /// [`quad_hits`] against [`quad_hits_scalar`] on a record of `bounds`
+    /// (made ordered) with `words` = val, mask, idx; `limits` = w, from,
+    /// bound. Random keys rarely fall inside `4 * K` random ranges: also a
+    /// key on candidate `near`'s bounds, its word made to match, and index
+    /// windows at its own index.
+    fn check_quad<const K: usize>(
+        bounds: &[(i32, i32)],
+        [val, mask, idx]: [[u32; 4]; 3],
+        q: [i32; K],
+        [w, from, bound]: [u32; 3],
+        near: usize,
+    ) -> Result<(), TestCaseError> {
+        let mut c: Quad<K> = Quad {
+            lo: [[0; 4]; K],
+            hi: [[0; 4]; K],
+            val,
+            mask,
+            idx,
+        };
+        for (k, &(a, b)) in bounds.iter().enumerate() {
+            (c.lo[k / 4][k % 4], c.hi[k / 4][k % 4]) = (a.min(b), a.max(b));
+        }
+        prop_assert_eq!(
+            quad_hits(&c, &q, w, from, bound),
+            quad_hits_scalar(&c, &q, w, from, bound)
+        );
+        let (d, j) = (near / 4, near % 4);
+        let mut q2 = q;
+        for (dd, x) in q2.iter_mut().enumerate() {
+            *x = if dd == d { c.hi[dd][j] } else { c.lo[dd][j] };
+        }
+        let mut c2 = c;
+        for k in 0..4 {
+            c2.val[k] = c.val[k] & c.mask[k];
+        }
+        let w2 = c2.val[j];
+        // The test is not vacuous: that key hits candidate `near`.
+        if idx[j] != u32::MAX {
+            prop_assert_eq!(quad_hits(&c2, &q2, w2, 0, u32::MAX).0 >> j & 1, 1);
+        }
+        for (f, b) in [
+            (0, u32::MAX),
+            (idx[j], idx[j]),
+            (idx[j], idx[j].saturating_add(1)),
+            (from, bound),
+        ] {
+            prop_assert_eq!(
+                quad_hits(&c2, &q2, w2, f, b),
+                quad_hits_scalar(&c2, &q2, w2, f, b)
+            );
+            prop_assert_eq!(
+                quad_hits(&c, &q2, w2, f, b),
+                quad_hits_scalar(&c, &q2, w2, f, b)
+            );
+        }
+        Ok(())
     }
 }
