@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::compiled::{exact_word, point4, point6, BoxRule, Compiled, Leaf, Leaf4, Leaf6, D4, D6};
 use super::counters::CounterSet;
+use super::order;
 use super::overlay::{OvRule, Overlay};
 use super::rule::{Family, Key, Rule, RuleError, RuleId};
 use super::tree::{Tree, TreeParams, TreeStats};
@@ -30,6 +31,10 @@ pub(crate) struct Base {
     v4: Vec<Tree<D4, Leaf4>>,
     v6: Vec<Tree<D6, Leaf6>>,
 }
+
+/// Trees per family: one per [`group`] (so [`order::order_trees`] tries
+/// six orders at most).
+const GROUPS: usize = 3;
 
 /// Group of a rule: 0 specific source, 1 wild source / specific
 /// destination, 2 both wild. "Wild" = a prefix that fixes fewer than
@@ -94,8 +99,8 @@ impl Shared {
 impl Base {
     fn build(mut entries: Vec<Arc<RuleEntry>>, params: TreeParams) -> Base {
         entries.sort_unstable_by_key(|e| e.order);
-        let mut r4: [Vec<BoxRule<D4>>; 3] = Default::default();
-        let mut r6: [Vec<BoxRule<D6>>; 3] = Default::default();
+        let mut r4: [Vec<BoxRule<D4>>; GROUPS] = Default::default();
+        let mut r6: [Vec<BoxRule<D6>>; GROUPS] = Default::default();
         let shared4 = Shared::of(Family::V4, entries.iter().map(|e| &e.compiled));
         let shared6 = Shared::of(Family::V6, entries.iter().map(|e| &e.compiled));
         for (i, e) in entries.iter().enumerate() {
@@ -118,8 +123,25 @@ impl Base {
             .filter(|g| !g.is_empty())
             .map(|g| Tree::build(g, params))
             .collect();
-        v4.sort_by_key(|t| t.first_idx());
-        v6.sort_by_key(|t| t.first_idx());
+        let sample = |fam: Family| -> Vec<&Arc<RuleEntry>> {
+            let of: Vec<_> = entries
+                .iter()
+                .filter(|e| e.compiled.fam == fam || e.compiled.fam == Family::Any)
+                .collect();
+            order::sample_indexes(of.len()).map(|k| of[k]).collect()
+        };
+        let s4: Vec<_> = sample(Family::V4)
+            .into_iter()
+            .enumerate()
+            .map(|(k, e)| order::sample_point(&BoxRule::v4(&e.rule.matches, 0), 2, k as u64))
+            .collect();
+        let s6: Vec<_> = sample(Family::V6)
+            .into_iter()
+            .enumerate()
+            .map(|(k, e)| order::sample_point(&BoxRule::v6(&e.rule.matches, 0), 8, k as u64))
+            .collect();
+        order::order_trees(&mut v4, &s4);
+        order::order_trees(&mut v6, &s6);
         let orders = entries.iter().map(|e| e.order).collect();
         Base {
             entries,
@@ -140,7 +162,10 @@ impl Base {
 }
 
 /// Best base index over a family's trees among indexes `>= from` (> 0:
-/// rules after a given one in precedence order).
+/// rules after a given one in precedence order). The trees are searched in
+/// their order (see [`order::order_trees`]); a tree is skipped when the
+/// best match so far beats its lower bound for this point ([`Tree::entry`],
+/// [`Tree::bound`]).
 #[inline(always)]
 fn lookup_trees<const D: usize, L: Leaf<D>>(
     trees: &[Tree<D, L>],
@@ -152,9 +177,13 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
     let mut best = u32::MAX;
     for t in trees {
         if t.first_idx() >= best {
-            break;
+            continue;
         }
-        let leaf = t.descend(p);
+        let n = t.entry(p);
+        if t.bound(n) >= best {
+            continue;
+        }
+        let leaf = t.descend_from(n, p);
         if let Some(i) = t.scan_leaf(leaf, p, ex, dead, from, best) {
             best = i;
         }
@@ -163,7 +192,7 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
 }
 
 /// [`lookup_trees`] for the lanes `lanes` of a chunk at once: each tree is
-/// descended by every lane whose best so far it can still beat
+/// descended by every lane whose best so far its bound does not rule out
 /// ([`Tree::descend_burst`]), then their leaves are scanned. `pts[i]` is
 /// lane `i`'s point (of `keys[i]`); `best[i]` its best base index so far
 /// (`u32::MAX`: none).
@@ -181,9 +210,20 @@ fn burst_trees<const D: usize, L: Leaf<D>>(
     for t in trees {
         let first = t.first_idx();
         let mut live = 0u32;
-        for (i, &b) in best[..n].iter().enumerate() {
-            if lanes >> i & 1 != 0 && b > first {
-                live |= 1 << i;
+        let mut m = lanes;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if best[i] > first {
+                let at = t.entry(&pts[i]);
+                node[i] = at;
+                // Without a match yet there is nothing to bound: no wait
+                // for the bound's load before the descent.
+                if best[i] == u32::MAX {
+                    live |= u32::from(!t.is_empty_slice(at)) << i;
+                } else {
+                    live |= u32::from(t.bound(at) < best[i]) << i;
+                }
             }
         }
         if live == 0 {
@@ -329,8 +369,8 @@ impl Classifier {
         let (mut trees, mut nodes, mut checks) = (0, 0, 0);
         let mut best = u32::MAX;
         for t in &self.base.v4 {
-            if t.first_idx() >= best {
-                break;
+            if t.first_idx() >= best || t.bound(t.entry(&p)) >= best {
+                continue;
             }
             trees += 1;
             let (n, c) = t.cost(&p, exact_word(k), best);

@@ -228,11 +228,17 @@ pub(crate) trait Leaf<const D: usize>: Copy + std::fmt::Debug {
 /// 12-bit flags field takes bits 48..60).
 #[inline(always)]
 pub(crate) fn exact_word(k: &Key) -> u64 {
-    k.proto as u64
-        | (k.dscp as u64) << 8
-        | (k.in_port as u64) << 16
-        | (k.vlan as u64) << 32
-        | (k.tcp_flags as u64) << 48
+    exact_word_of(k.proto, k.dscp, k.in_port, k.vlan, k.tcp_flags)
+}
+
+/// [`exact_word`] of the fields themselves.
+#[inline(always)]
+pub(crate) fn exact_word_of(proto: u8, dscp: u8, in_port: u16, vlan: u16, tcp_flags: u16) -> u64 {
+    proto as u64
+        | (dscp as u64) << 8
+        | (in_port as u64) << 16
+        | (vlan as u64) << 32
+        | (tcp_flags as u64) << 48
 }
 
 /// `value/mask` of the exact-or-masked fields of a box whose dimensions

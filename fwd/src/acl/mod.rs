@@ -132,6 +132,7 @@ mod classbench;
 mod classifier;
 mod compiled;
 mod counters;
+mod order;
 mod overlay;
 mod reference;
 mod rule;

@@ -495,6 +495,65 @@ fn a_rebuild_older_than_a_synchronous_one_is_never_installed() {
     assert_eq!(v2.len(), 15);
 }
 
+/// The tree searched first is the one whose matches spare the others
+/// (`order.rs`): here a TCP wildcard rule near the top beats every specific
+/// rule but one, so the both-wild tree goes first and the specific tree's
+/// slices, whose rules all come later, are skipped; in the order of the
+/// trees' first rules nearly every lookup searched both.
+#[test]
+fn the_tree_that_spares_the_others_is_searched_first() {
+    let tcp = |src: Option<IpPrefix>| RuleMatch {
+        src,
+        proto: Masked8::exact(6),
+        ..RuleMatch::default()
+    };
+    // 512 /24 sources in as many /16 slices (a root table), spread over
+    // the address space so that they count as specific.
+    let at = |k: u32| Ipv4Addr::new(10 + 7 * (k % 32) as u8, (k / 32 % 16) as u8, 0, 0);
+    let v24 = |a: Ipv4Addr| Some(IpPrefix::V4 { addr: a, len: 24 });
+    let mut rules = vec![
+        Rule {
+            matches: tcp(v24(at(0))),
+            ..r(0, 0)
+        },
+        Rule {
+            matches: tcp(None),
+            ..r(1, 1)
+        },
+    ];
+    for k in 0..512u32 {
+        rules.push(Rule {
+            matches: tcp(v24(at(k))),
+            ..r(2 + k, 2 + k)
+        });
+    }
+    let c = build(
+        &rules,
+        Config {
+            sync_rebuild_batch: 0,
+            ..Config::default()
+        },
+    );
+    // IPv4: the specific tree and the both-wild one; IPv6: rule 1's.
+    assert_eq!(c.stats().trees, 3);
+    let keys: Vec<Key> = (0..1024u32)
+        .map(|k| Key {
+            src: u128::from(u32::from(at(k)) | 9),
+            proto: 6,
+            ..Key::default()
+        })
+        .collect();
+    let trees: usize = keys.iter().map(|k| c.lookup_cost(k).0).sum();
+    // One tree a lookup; two for the two keys in rule 0's slice.
+    assert_eq!(trees, keys.len() + 2);
+    let want: Vec<Option<RuleId>> = keys
+        .iter()
+        .map(|k| first_match(&rules, k).map(|r| r.id))
+        .collect();
+    assert_eq!(ids(&c, &keys), want);
+    assert!(want.iter().all(|w| w.is_some_and(|id| id <= 1)));
+}
+
 #[test]
 fn batch_errors_are_atomic_and_named() {
     let mut w = ClassifierWriter::new(Config {

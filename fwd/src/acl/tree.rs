@@ -26,6 +26,10 @@
 //!   the tree: the scan simply continues to the next candidate.
 //! * Lookups of a burst descend all lanes interleaved (each round issues
 //!   one independent node load per unfinished lane) before scanning leaves.
+//! * Every node knows the smallest rule index below it ([`Tree::bound`]), so
+//!   a lookup that already holds a better match from another tree skips a
+//!   root-table slice or the root's child without descending it (the order
+//!   of the trees: `order.rs`).
 
 use super::compiled::{flip, BoxRule, Leaf};
 use crate::arch;
@@ -127,13 +131,14 @@ pub(crate) struct Tree<const D: usize, L: Leaf<D>> {
     ext: Vec<u32>,
     n_rules: usize,
     first: u32,
-    /// An empty leaf where lanes that skip this tree wait.
-    park: usize,
     depth: usize,
     /// Optional direct-indexed first level: subtree root per value of the
     /// top 16 bits of `root_dim` (indexed by the flipped value).
     root: Vec<u32>,
     root_dim: usize,
+    /// Smallest base index in each node's subtree (`u32::MAX`: none, or
+    /// a node no descent reaches): the lower bound of [`Tree::entry`].
+    node_min: Vec<u32>,
 }
 
 /// Result of choosing a split for one dimension.
@@ -155,10 +160,10 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             ext: Vec::new(),
             n_rules: 0,
             first: u32::MAX,
-            park: 0,
             depth: 0,
             root: Vec::new(),
             root_dim: 0,
+            node_min: Vec::new(),
         };
         let region = ([0u32; D], [u32::MAX; D]);
         t.nodes.push(Node([0; 16]));
@@ -204,9 +209,6 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
                 t.pack(n as usize);
             }
         }
-        t.park = t.nodes.len();
-        t.nodes.push(Node([0; 16]));
-        t.set_leaf(t.park, &[]);
         let (mut arena, mut long) = (Vec::new(), Vec::new());
         let mut boxes = Vec::new();
         for n in &mut t.nodes {
@@ -224,11 +226,53 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         }
         t.arena = arena;
         t.long = long;
+        t.node_min = vec![u32::MAX; t.nodes.len()];
+        if t.root.is_empty() {
+            t.fill_min(0);
+        } else {
+            for k in 0..t.root.len() {
+                t.fill_min(t.root[k] as usize);
+            }
+        }
         t.n_rules = t.rules.len();
         t.first = t.rules.first().map_or(u32::MAX, |r| r.idx);
         t.rules = Vec::new();
         t.ext = Vec::new();
         t
+    }
+
+    /// Sets `node_min` for `n`'s subtree and returns `n`'s: a leaf's first
+    /// candidate (they are in precedence order), the least of the
+    /// children's otherwise.
+    fn fill_min(&mut self, n: usize) -> u32 {
+        if self.node_min[n] != u32::MAX {
+            return self.node_min[n];
+        }
+        let w = self.nodes[n].0;
+        let min = match w[15] >> 30 {
+            KIND_LEAF => {
+                let (off, recs) = (w[0] as usize, w[2] as usize);
+                self.arena[off..off + recs]
+                    .first()
+                    .map_or(u32::MAX, |r| r.idx(0))
+            }
+            // Exits of unused tests are `FLIPPED_MAX` (never taken).
+            KIND_BIN3 => (7..15)
+                .filter(|&s| w[s] != FLIPPED_MAX)
+                .map(|s| self.fill_min(w[s] as usize))
+                .min()
+                .unwrap_or(u32::MAX),
+            _ => {
+                let first = (w[15] & PAYLOAD) as usize;
+                let k = 1 + w[..15].iter().filter(|&&t| t != FLIPPED_MAX).count();
+                (first..first + k)
+                    .map(|c| self.fill_min(c))
+                    .min()
+                    .unwrap_or(u32::MAX)
+            }
+        };
+        self.node_min[n] = min;
+        min
     }
 
     /// A dimension in which every rule lies within one 64Ki-aligned slice
@@ -292,6 +336,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             + self.arena.capacity() * std::mem::size_of::<L>()
             + self.long.capacity() * std::mem::size_of::<L::Side>()
             + self.root.capacity() * 4
+            + self.node_min.capacity() * 4
     }
 
     fn set_leaf(&mut self, at: usize, rules: &[u32]) {
@@ -567,20 +612,41 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         self.first
     }
 
-    /// First node of a descent: the root, or the root table's subtree.
+    /// Where a descent for the (flipped) point `p` starts: the root's child
+    /// for `p` (the root is one line, in cache) or the root table's
+    /// subtree. Its [`Tree::bound`] is a lower bound for the lookup.
     #[inline(always)]
-    fn start(&self, p: &[i32; D]) -> usize {
+    pub fn entry(&self, p: &[i32; D]) -> usize {
         if self.root.is_empty() {
-            0
+            self.step(0, p)
         } else {
             self.root[(p[self.root_dim] as u32 >> 16) as usize] as usize
         }
     }
 
+    /// Whether entry `n` is the empty leaf that the root table's slices
+    /// without rules share: a lookup skips it without loading its bound.
+    #[inline(always)]
+    pub fn is_empty_slice(&self, n: usize) -> bool {
+        (n == 0) & !self.root.is_empty()
+    }
+
+    /// The smallest base index below node `n` (`u32::MAX`: none): a lookup
+    /// that already holds a match at or below it skips the subtree.
+    #[inline(always)]
+    pub fn bound(&self, n: usize) -> u32 {
+        self.node_min[n]
+    }
+
     /// Node index of the leaf containing the (flipped) point `p`.
     #[inline(always)]
     pub fn descend(&self, p: &[i32; D]) -> usize {
-        let mut n = self.start(p);
+        self.descend_from(self.entry(p), p)
+    }
+
+    /// [`Tree::descend`] from node `n` (an [`Tree::entry`]).
+    #[inline(always)]
+    pub fn descend_from(&self, mut n: usize, p: &[i32; D]) -> usize {
         loop {
             let next = self.step(n, p);
             if next == n {
@@ -606,9 +672,10 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         (meta & PAYLOAD) as usize + (child_index(node, v) & inner) as usize
     }
 
-    /// Descend the lanes in `live` of a burst, interleaved so the node
-    /// loads of different packets overlap; each lane leaves the loop when it
-    /// reaches its leaf. Lanes not in `live` are set to an empty leaf.
+    /// Descend the lanes in `live` of a burst from their entries (`node[i]`,
+    /// see [`Tree::entry`]), interleaved so the node loads of different
+    /// packets overlap; each lane leaves the loop when it reaches its leaf
+    /// (`node[i]`). Lanes not in `live` are not touched.
     /// Each step prefetches the lane's next node, and a lane that reaches
     /// its leaf prefetches the leaf's first 4 lines for the scan that
     /// follows: on the 100k set (20 MB of trees) that took a lookup from
@@ -617,14 +684,12 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     /// runs every lane to the deepest lane's depth.)
     #[inline(always)]
     pub fn descend_burst(&self, pts: &[[i32; D]], node: &mut [usize], mut live: u32) {
-        for (i, (n, p)) in node.iter_mut().zip(pts).enumerate() {
-            *n = if live >> i & 1 != 0 {
-                self.start(p)
-            } else {
-                self.park
-            };
-            // Every lane's first node is asked for before the first is read.
-            arch::prefetch(&self.nodes[*n]);
+        // Every lane's first node is asked for before the first is read.
+        let mut m = live;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            arch::prefetch(&self.nodes[node[i]]);
         }
         while live != 0 {
             let mut m = live;
@@ -654,7 +719,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
 
     /// Diagnostic: (nodes visited, rules checked) for one lookup.
     pub fn cost(&self, p: &[i32; D], ex: u64, bound: u32) -> (usize, usize) {
-        let mut n = self.start(p);
+        let mut n = self.entry(p);
         let mut steps = 1;
         loop {
             let next = self.step(n, p);

@@ -1155,15 +1155,19 @@ fn late_match(data: &Path) -> String {
     firsts.sort_unstable();
     firsts.dedup();
     let (t, n, k) = mean_cost(&c, &keys);
+    let (ti, ni, ki) = mean_cost(&c, &inside);
     format!(
         "late-match keys: first matches {:?}; per lookup {:.2} trees, {:.1} nodes, {:.1} leaf checks; \
-         {:.1} ns/pkt (keys inside random rules: {:.1} ns/pkt); trees {:?}",
+         {:.1} ns/pkt (keys inside random rules: {:.1} ns/pkt; {:.2} trees, {:.1} nodes, {:.1} leaf checks); trees {:?}",
         &firsts[..firsts.len().min(8)],
         t,
         n,
         k,
         lookup_ns(&c, &keys),
         lookup_ns(&c, &inside),
+        ti,
+        ni,
+        ki,
         c.tree_stats()
     )
 }
