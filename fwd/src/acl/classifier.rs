@@ -176,13 +176,9 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
 ) -> Option<u32> {
     let mut best = u32::MAX;
     for t in trees {
-        if t.first_idx() >= best {
+        let Some(n) = t.entry_under(p, best) else {
             continue;
-        }
-        let n = t.entry(p);
-        if t.bound(n) >= best {
-            continue;
-        }
+        };
         let leaf = t.descend_from(n, p);
         if let Some(i) = t.scan_leaf(leaf, p, ex, dead, from, best) {
             best = i;
@@ -369,7 +365,7 @@ impl Classifier {
         let (mut trees, mut nodes, mut checks) = (0, 0, 0);
         let mut best = u32::MAX;
         for t in &self.base.v4 {
-            if t.first_idx() >= best || t.bound(t.entry(&p)) >= best {
+            if t.entry_under(&p, best).is_none() {
                 continue;
             }
             trees += 1;

@@ -63,7 +63,8 @@ pub(crate) fn sample_indexes(n: usize) -> impl Iterator<Item = usize> {
     (0..n).step_by(step)
 }
 
-fn splitmix(s: &mut u64) -> u64 {
+/// SplitMix64: the next number of state `s`.
+pub(crate) fn splitmix(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *s;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -83,10 +84,9 @@ fn descents<const D: usize, L: Leaf<D>>(
     let mut n = 0;
     for &k in order {
         let t = &trees[k];
-        let at = t.entry(p);
-        if t.first_idx() >= best || t.bound(at) >= best {
+        let Some(at) = t.entry_under(p, best) else {
             continue;
-        }
+        };
         n += 1;
         let leaf = t.descend_from(at, p);
         if let Some(i) = t.scan_leaf(leaf, p, ex, None, 0, best) {

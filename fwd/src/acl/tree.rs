@@ -638,6 +638,17 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         self.node_min[n]
     }
 
+    /// The entry for `p` if this tree may hold a match better than `best`
+    /// (by its first rule, then by the entry's [`Tree::bound`]).
+    #[inline(always)]
+    pub fn entry_under(&self, p: &[i32; D], best: u32) -> Option<usize> {
+        if self.first >= best {
+            return None;
+        }
+        let at = self.entry(p);
+        (self.bound(at) < best).then_some(at)
+    }
+
     /// Node index of the leaf containing the (flipped) point `p`.
     #[inline(always)]
     pub fn descend(&self, p: &[i32; D]) -> usize {
