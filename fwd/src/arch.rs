@@ -4,7 +4,11 @@
 //! `unsafe` is allowed, fenced like them: every function here is safe to
 //! call. On a target without the instructions, a hint does nothing and a
 //! computation runs its scalar form, which the tests hold the SIMD form to.
-//! Only SSE2 is used, which every x86_64 CPU has: no runtime dispatch.
+//! SSE2, which every x86_64 CPU has, is the baseline. One computation has an
+//! AVX-512 form, chosen at run time: [`dispatch`] runs a burst's work
+//! compiled for AVX-512F when the CPU has it (an [`Avx512`] token proves
+//! it), and for SSE2 ([`Sse2`]) otherwise; the [`Simd`] trait is what that
+//! work calls.
 
 #![allow(unsafe_code)]
 
@@ -54,6 +58,98 @@ pub fn lt_mask16(words: &[u32; 16], v: i32) -> u32 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     lt_mask_scalar(words, v)
+}
+
+/// The instructions a burst's lookups use (see the module doc).
+pub trait Simd: Copy {
+    /// [`lt_mask16`]'s mask.
+    fn lt_mask16(self, words: &[u32; 16], v: i32) -> u32;
+}
+
+/// The baseline: [`lt_mask16`] as four SSE2 compares.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sse2;
+
+impl Simd for Sse2 {
+    #[inline(always)]
+    fn lt_mask16(self, words: &[u32; 16], v: i32) -> u32 {
+        lt_mask16(words, v)
+    }
+}
+
+/// Proof that the CPU has AVX-512F: made only by [`Avx512::detect`].
+/// With it a node's 16 thresholds are one 64-byte load and one compare
+/// into a mask register.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512(());
+
+impl Avx512 {
+    /// The token, if this CPU has AVX-512F (std caches the CPUID answer:
+    /// one load per call).
+    #[inline(always)]
+    pub fn detect() -> Option<Avx512> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return Some(Avx512(()));
+        }
+        None
+    }
+}
+
+impl Simd for Avx512 {
+    #[inline(always)]
+    fn lt_mask16(self, words: &[u32; 16], v: i32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Avx512` exists only where `detect` saw AVX-512F.
+        unsafe {
+            lt_mask16_avx512(words, v)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        lt_mask_scalar(words, v)
+    }
+}
+
+/// [`lt_mask16`] in AVX-512F. Inlined only into code compiled for
+/// AVX-512F, which [`dispatch`] makes: elsewhere it is a call.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn lt_mask16_avx512(words: &[u32; 16], v: i32) -> u32 {
+    use core::arch::x86_64::*;
+    // SAFETY: the unaligned 64-byte load reads exactly the array `words`
+    // borrows; AVX-512F is enabled for this function.
+    unsafe {
+        u32::from(_mm512_cmplt_epi32_mask(
+            _mm512_loadu_si512(words.as_ptr().cast()),
+            _mm512_set1_epi32(v),
+        ))
+    }
+}
+
+/// Work to run with the best [`Simd`] the CPU has ([`dispatch`]).
+pub trait WithSimd {
+    type Out;
+    /// Should be `#[inline(always)]`, so that it and what it inlines are
+    /// compiled into [`dispatch`]'s AVX-512 copy.
+    fn run<S: Simd>(self, s: S) -> Self::Out;
+}
+
+/// Runs `w` with [`Avx512`] inside a function compiled for AVX-512F when
+/// the CPU has it (so that `w`'s compares inline as single instructions),
+/// with [`Sse2`] otherwise.
+#[inline(always)]
+pub fn dispatch<W: WithSimd>(w: W) -> W::Out {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(s) = Avx512::detect() {
+        #[target_feature(enable = "avx512f")]
+        fn on_avx512<W: WithSimd>(w: W, s: Avx512) -> W::Out {
+            w.run(s)
+        }
+        // SAFETY: `s` proves the CPU has AVX-512F, the one precondition
+        // of a function compiled for it.
+        return unsafe { on_avx512(w, s) };
+    }
+    w.run(Sse2)
 }
 
 /// The reference for [`lt_mask16`].
@@ -180,6 +276,23 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Says so where the AVX-512 forms go untested.
+    #[test]
+    fn avx512_forms_are_tested_where_the_cpu_has_them() {
+        if Avx512::detect().is_none() {
+            eprintln!("arch: this CPU has no AVX-512F: its forms are not tested here");
+        }
+        // dispatch runs the work once, with some token.
+        struct Count;
+        impl WithSimd for Count {
+            type Out = u32;
+            fn run<S: Simd>(self, s: S) -> u32 {
+                s.lt_mask16(&[0; 16], 1)
+            }
+        }
+        assert_eq!(dispatch(Count), 0xFFFF);
+    }
+
     proptest! {
         #[test]
         fn lt_mask16_is_the_scalar_mask(
@@ -187,11 +300,16 @@ mod tests {
             v in any::<i32>(),
             pick in 0usize..16,
         ) {
-            prop_assert_eq!(lt_mask16(&words, v), lt_mask_scalar(&words, v));
+            let avx = Avx512::detect();
             // And at a word's own value and its neighbours (ties, edges).
             let w = words[pick] as i32;
-            for v in [w, w.wrapping_add(1), w.wrapping_sub(1), i32::MIN, i32::MAX] {
-                prop_assert_eq!(lt_mask16(&words, v), lt_mask_scalar(&words, v));
+            for v in [v, w, w.wrapping_add(1), w.wrapping_sub(1), i32::MIN, i32::MAX] {
+                let want = lt_mask_scalar(&words, v);
+                prop_assert_eq!(lt_mask16(&words, v), want);
+                prop_assert_eq!(Sse2.lt_mask16(&words, v), want);
+                if let Some(a) = avx {
+                    prop_assert_eq!(a.lt_mask16(&words, v), want);
+                }
             }
         }
 

@@ -1,5 +1,6 @@
 //! Versions ([`Classifier`]) and the single writer ([`ClassifierWriter`]).
 
+use crate::arch::{self, Simd};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -193,7 +194,8 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
 /// lane `i`'s point (of `keys[i]`); `best[i]` its best base index so far
 /// (`u32::MAX`: none).
 #[inline(always)]
-fn burst_trees<const D: usize, L: Leaf<D>>(
+fn burst_trees<const D: usize, L: Leaf<D>, S: Simd>(
+    s: S,
     trees: &[Tree<D, L>],
     pts: &[[i32; D]],
     keys: &[Key],
@@ -211,7 +213,7 @@ fn burst_trees<const D: usize, L: Leaf<D>>(
             let i = m.trailing_zeros() as usize;
             m &= m - 1;
             if best[i] > first {
-                let at = t.entry(&pts[i]);
+                let at = t.entry_in(s, &pts[i]);
                 node[i] = at;
                 // Without a match yet there is nothing to bound: no wait
                 // for the bound's load before the descent.
@@ -225,7 +227,7 @@ fn burst_trees<const D: usize, L: Leaf<D>>(
         if live == 0 {
             continue;
         }
-        t.descend_burst(pts, &mut node[..n], live);
+        t.descend_burst(s, pts, &mut node[..n], live);
         while live != 0 {
             let i = live.trailing_zeros() as usize;
             live &= live - 1;
@@ -449,9 +451,27 @@ impl Classifier {
     /// the node loads of different packets overlap (the burst analogue of
     /// rte_acl's multi-flow search).
     ///
+    /// The trees' node compares use AVX-512 where the CPU has it, SSE2
+    /// otherwise ([`crate::arch::dispatch`], once per call).
+    ///
     /// # Panics
     /// If `out.len() < keys.len()`.
     pub fn classify_burst<'a>(&'a self, keys: &[Key], out: &mut [Option<&'a RuleEntry>]) {
+        arch::dispatch(BurstJob {
+            cls: self,
+            keys,
+            out,
+        })
+    }
+
+    /// [`Classifier::classify_burst`] with the instructions `s`.
+    #[inline(always)]
+    pub(crate) fn classify_burst_in<'a, S: Simd>(
+        &'a self,
+        s: S,
+        keys: &[Key],
+        out: &mut [Option<&'a RuleEntry>],
+    ) {
         assert!(out.len() >= keys.len(), "out shorter than keys");
         let dead = self.dead();
         for (kc, oc) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
@@ -467,14 +487,14 @@ impl Classifier {
                 for (p, k) in pts.iter_mut().zip(kc) {
                     *p = point4(k);
                 }
-                burst_trees(&self.base.v4, &pts[..n], kc, v4, dead, &mut best);
+                burst_trees(s, &self.base.v4, &pts[..n], kc, v4, dead, &mut best);
             }
             if v6 != 0 {
                 let mut pts = [[0i32; D6]; CHUNK];
                 for (p, k) in pts.iter_mut().zip(kc) {
                     *p = point6(k);
                 }
-                burst_trees(&self.base.v6, &pts[..n], kc, v6, dead, &mut best);
+                burst_trees(s, &self.base.v6, &pts[..n], kc, v6, dead, &mut best);
             }
             if self.overlay.is_empty() {
                 for (o, &b) in oc.iter_mut().zip(&best[..n]) {
@@ -500,6 +520,21 @@ impl Classifier {
                 }
             }
         }
+    }
+}
+
+/// A [`Classifier::classify_burst`] call, for [`arch::dispatch`].
+struct BurstJob<'a, 'k, 'o> {
+    cls: &'a Classifier,
+    keys: &'k [Key],
+    out: &'o mut [Option<&'a RuleEntry>],
+}
+
+impl arch::WithSimd for BurstJob<'_, '_, '_> {
+    type Out = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        self.cls.classify_burst_in(s, self.keys, self.out);
     }
 }
 

@@ -119,13 +119,14 @@
 //! cost. What a burst lookup costs: ~half compute (about 31 ns on a
 //! cache-hot trace), ~half cache misses on the 2-4 nodes and the leaf of a
 //! random header. The descent prefetches each lane's next node and its
-//! leaf's first lines ([`crate::arch::prefetch`]); a node's thresholds and
-//! a leaf's candidates, four at a time, are compared with SSE2
-//! ([`crate::arch::lt_mask16`], [`crate::arch::quad_hits`]), which every
-//! x86_64 CPU has: no runtime dispatch (rte_acl has AVX2 and AVX-512
-//! paths). On 50k and 100k sets (16-24 MB of trees, ~6 nodes and ~10 leaf
-//! checks per lookup) lookups are still 3.2-4.0x rte_acl's AVX-512 ones
-//! (`bench-results/acl_large.md`).
+//! leaf's first lines ([`crate::arch::prefetch`]); a leaf's candidates,
+//! four at a time, are compared with SSE2 ([`crate::arch::quad_hits`]),
+//! which every x86_64 CPU has, and a node's 16 thresholds in one AVX-512
+//! compare where the CPU has AVX-512F, in four SSE2 ones otherwise (a burst
+//! is dispatched once, [`crate::arch::dispatch`]; 10k sets 4-11% faster,
+//! `bench-results/acl.md`). On 50k and 100k sets (14-24 MB of trees, ~1.2
+//! trees, ~3.5 nodes and ~10 leaf checks per lookup) lookups are still
+//! 2.3-2.7x rte_acl's AVX-512 ones (`bench-results/acl_large.md`).
 
 mod chain;
 mod classbench;

@@ -237,11 +237,20 @@ fn check_version(
 ) -> Result<(), TestCaseError> {
     let mut out = vec![None; keys.len()];
     c.classify_burst(keys, &mut out);
-    for (k, got) in keys.iter().zip(&out) {
+    // The baseline instructions too, where `classify_burst` took AVX-512.
+    let mut sse2 = vec![None; keys.len()];
+    c.classify_burst_in(crate::arch::Sse2, keys, &mut sse2);
+    for ((k, got), got_sse2) in keys.iter().zip(&out).zip(&sse2) {
         let want = first_match(rules.values(), k).map(|r| r.id);
         let one = c.classify(k).map(|e| e.id());
         prop_assert_eq!(one, want, "classify {:?}", k);
         prop_assert_eq!(got.map(|e| e.id()), want, "classify_burst {:?}", k);
+        prop_assert_eq!(
+            got_sse2.map(|e| e.id()),
+            want,
+            "classify_burst_in(Sse2) {:?}",
+            k
+        );
         if let Some(e) = got {
             prop_assert_eq!(e.rule(), &rules[&e.id()]);
         }

@@ -32,7 +32,7 @@
 //!   of the trees: `order.rs`).
 
 use super::compiled::{flip, BoxRule, Leaf};
-use crate::arch;
+use crate::arch::{self, Simd, Sse2};
 
 /// Leaf size under which a region is not split further.
 pub(crate) const LEAF_MAX: usize = 8;
@@ -617,8 +617,14 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     /// subtree. Its [`Tree::bound`] is a lower bound for the lookup.
     #[inline(always)]
     pub fn entry(&self, p: &[i32; D]) -> usize {
+        self.entry_in(Sse2, p)
+    }
+
+    /// [`Tree::entry`] with the instructions `s`.
+    #[inline(always)]
+    pub fn entry_in<S: Simd>(&self, s: S, p: &[i32; D]) -> usize {
         if self.root.is_empty() {
-            self.step(0, p)
+            self.step(s, 0, p)
         } else {
             self.root[(p[self.root_dim] as u32 >> 16) as usize] as usize
         }
@@ -659,7 +665,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     #[inline(always)]
     pub fn descend_from(&self, mut n: usize, p: &[i32; D]) -> usize {
         loop {
-            let next = self.step(n, p);
+            let next = self.step(Sse2, n, p);
             if next == n {
                 return n;
             }
@@ -669,9 +675,10 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
 
     /// One descent step; a leaf maps to itself. Branch-free within a kind:
     /// a range-split node and a leaf share one path, a packed binary node
-    /// (see [`Tree::pack`]) takes the other.
+    /// (see [`Tree::pack`]) takes the other. `s`: the instructions of the
+    /// node's compare.
     #[inline(always)]
-    fn step(&self, n: usize, p: &[i32; D]) -> usize {
+    fn step<S: Simd>(&self, s: S, n: usize, p: &[i32; D]) -> usize {
         let node = &self.nodes[n].0;
         let meta = node[15];
         if meta >> 30 == KIND_BIN3 {
@@ -680,7 +687,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         let dim = ((meta >> 26) & 0xF) as usize;
         let v = if dim < D { p[dim] } else { 0 };
         let inner = ((meta >> 30 == KIND_INNER) as u32).wrapping_neg();
-        (meta & PAYLOAD) as usize + (child_index(node, v) & inner) as usize
+        (meta & PAYLOAD) as usize + (child_index(s, node, v) & inner) as usize
     }
 
     /// Descend the lanes in `live` of a burst from their entries (`node[i]`,
@@ -692,9 +699,16 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     /// follows: on the 100k set (20 MB of trees) that took a lookup from
     /// 239-306 to 152-167 ns (`bench-results/acl_large.md`).
     /// (A lock-step variant without per-lane branches measured slower: it
-    /// runs every lane to the deepest lane's depth.)
+    /// runs every lane to the deepest lane's depth.) `s`: the instructions
+    /// of the nodes' compares (see [`crate::arch::dispatch`]).
     #[inline(always)]
-    pub fn descend_burst(&self, pts: &[[i32; D]], node: &mut [usize], mut live: u32) {
+    pub fn descend_burst<S: Simd>(
+        &self,
+        s: S,
+        pts: &[[i32; D]],
+        node: &mut [usize],
+        mut live: u32,
+    ) {
         // Every lane's first node is asked for before the first is read.
         let mut m = live;
         while m != 0 {
@@ -707,7 +721,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let next = self.step(node[i], &pts[i]);
+                let next = self.step(s, node[i], &pts[i]);
                 if next == node[i] {
                     live &= !(1 << i);
                     // The leaf's first lines, for the scan after.
@@ -733,7 +747,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         let mut n = self.entry(p);
         let mut steps = 1;
         loop {
-            let next = self.step(n, p);
+            let next = self.step(Sse2, n, p);
             if next == n {
                 break;
             }
@@ -831,10 +845,10 @@ fn bin3_exit<const D: usize>(node: &[u32; 16], p: &[i32; D]) -> usize {
 /// the count is the run's length: a compare mask and one bit scan (BSF is
 /// baseline x86-64; a popcount would be emulated without `-C target-cpu`).
 #[inline(always)]
-fn child_index(node: &[u32; 16], v: i32) -> u32 {
+fn child_index<S: Simd>(s: S, node: &[u32; 16], v: i32) -> u32 {
     // All 16 words are compared (one whole number of vectors); bit 15, the
     // meta word, is then cleared.
-    let mask = arch::lt_mask16(node, v);
+    let mask = s.lt_mask16(node, v);
     (!(mask & 0x7FFF)).trailing_zeros()
 }
 
