@@ -26,6 +26,7 @@ const FUNCTIONS: &[&str] = &[
     "rte_version",
     "rte_get_tsc_hz",
     "rte_rdtsc",
+    "rte_vect_get_max_simd_bitwidth",
     "rte_delay_us_block",
     "rte_pause",
     // mempools and mbufs

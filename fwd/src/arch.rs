@@ -6,9 +6,10 @@
 //! computation runs its scalar form, which the tests hold the SIMD form to.
 //! SSE2, which every x86_64 CPU has, is the baseline. One computation has an
 //! AVX-512 form, chosen at run time: [`dispatch`] runs a burst's work
-//! compiled for AVX-512F when the CPU has it (an [`Avx512`] token proves
-//! it), and for SSE2 ([`Sse2`]) otherwise; the [`Simd`] trait is what that
-//! work calls.
+//! compiled for AVX-512F when the CPU has it and the process allows it
+//! (an [`Avx512`] token proves both; the daemon allows it as DPDK does its
+//! own AVX-512 paths, [`allow_avx512`]), and for SSE2 ([`Sse2`]) otherwise;
+//! the [`Simd`] trait is what that work calls.
 
 #![allow(unsafe_code)]
 
@@ -77,19 +78,35 @@ impl Simd for Sse2 {
     }
 }
 
-/// Proof that the CPU has AVX-512F: made only by [`Avx512::detect`].
+/// Whether [`Avx512::detect`] may hand out its token (see [`allow_avx512`]).
+static AVX512_ALLOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Allows or forbids the AVX-512 forms for the whole process (allowed
+/// unless said otherwise). The daemon follows DPDK's max SIMD bitwidth
+/// (256 on x86 unless the EAL's `--force-max-simd-bitwidth=512`): on some
+/// Intel CPUs 512-bit instructions lower the core's clock for everything
+/// else the worker runs, which is why DPDK keeps its own AVX-512 paths off
+/// by default.
+pub fn allow_avx512(yes: bool) {
+    AVX512_ALLOWED.store(yes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Proof that the CPU has AVX-512F and the process allows it: made only by
+/// [`Avx512::detect`].
 /// With it a node's 16 thresholds are one 64-byte load and one compare
 /// into a mask register.
 #[derive(Clone, Copy, Debug)]
 pub struct Avx512(());
 
 impl Avx512 {
-    /// The token, if this CPU has AVX-512F (std caches the CPUID answer:
-    /// one load per call).
+    /// The token, if this CPU has AVX-512F and [`allow_avx512`] has not
+    /// forbidden it (std caches the CPUID answer: two loads per call).
     #[inline(always)]
     pub fn detect() -> Option<Avx512> {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if AVX512_ALLOWED.load(std::sync::atomic::Ordering::Relaxed)
+            && std::arch::is_x86_feature_detected!("avx512f")
+        {
             return Some(Avx512(()));
         }
         None
@@ -283,14 +300,14 @@ mod tests {
             eprintln!("arch: this CPU has no AVX-512F: its forms are not tested here");
         }
         // dispatch runs the work once, with some token.
-        struct Count;
-        impl WithSimd for Count {
+        struct AllBelow;
+        impl WithSimd for AllBelow {
             type Out = u32;
             fn run<S: Simd>(self, s: S) -> u32 {
                 s.lt_mask16(&[0; 16], 1)
             }
         }
-        assert_eq!(dispatch(Count), 0xFFFF);
+        assert_eq!(dispatch(AllBelow), 0xFFFF);
     }
 
     proptest! {

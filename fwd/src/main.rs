@@ -149,6 +149,18 @@ fn run() -> Result<()> {
         dpdk::version(),
         dpdk_sys::BUILD_VERSION
     );
+    // The classifier's AVX-512 compares follow DPDK's policy for its own.
+    let simd = eal.max_simd_bitwidth();
+    fwd::arch::allow_avx512(simd >= 512);
+    eprintln!(
+        "fwd: classifier node compares in {} (DPDK max SIMD bitwidth {simd}; \
+         --force-max-simd-bitwidth=512 in eal.extra_args allows AVX-512)",
+        if fwd::arch::Avx512::detect().is_some() {
+            "AVX-512"
+        } else {
+            "SSE2"
+        }
+    );
 
     let pool = Arc::new(Mempool::create(
         &eal,

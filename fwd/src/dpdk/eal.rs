@@ -77,6 +77,15 @@ impl Eal {
         unsafe { dpdk_sys::rte_get_main_lcore() }
     }
 
+    /// The widest vector instructions DPDK's fast paths may use, in bits:
+    /// 256 on x86 unless `--force-max-simd-bitwidth` says otherwise (DPDK
+    /// keeps its AVX-512 paths off by default: on some Intel CPUs 512-bit
+    /// instructions lower the core's clock).
+    pub fn max_simd_bitwidth(&self) -> u16 {
+        // SAFETY: valid after init, which `self` proves; reads a setting.
+        unsafe { dpdk_sys::rte_vect_get_max_simd_bitwidth() }
+    }
+
     /// Whether `lcore` was given to the EAL (`-l`/`--lcores`).
     pub fn lcore_enabled(&self, lcore: u32) -> bool {
         // SAFETY: valid after init; out-of-range ids return 0.
