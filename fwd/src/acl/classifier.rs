@@ -451,8 +451,9 @@ impl Classifier {
     /// the node loads of different packets overlap (the burst analogue of
     /// rte_acl's multi-flow search).
     ///
-    /// The trees' node compares use AVX-512 where the CPU has it, SSE2
-    /// otherwise ([`crate::arch::dispatch`], once per call).
+    /// The trees' node compares use AVX-512 where the CPU has it and the
+    /// process allows it ([`crate::arch::allow_avx512`]), SSE2 otherwise
+    /// ([`crate::arch::dispatch`], once per call).
     ///
     /// # Panics
     /// If `out.len() < keys.len()`.
