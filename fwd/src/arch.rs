@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn avx512_forms_are_tested_where_the_cpu_has_them() {
         if Avx512::detect().is_none() {
-            eprintln!("arch: this CPU has no AVX-512F: its forms are not tested here");
+            eprintln!("arch: no AVX-512F here (or it is not allowed): its forms are not tested");
         }
         // dispatch runs the work once, with some token.
         struct AllBelow;

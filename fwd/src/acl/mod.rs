@@ -122,9 +122,10 @@
 //! leaf's first lines ([`crate::arch::prefetch`]); a leaf's candidates,
 //! four at a time, are compared with SSE2 ([`crate::arch::quad_hits`]),
 //! which every x86_64 CPU has, and a node's 16 thresholds in one AVX-512
-//! compare where the CPU has AVX-512F, in four SSE2 ones otherwise (a burst
-//! is dispatched once, [`crate::arch::dispatch`]; 10k sets 4-11% faster,
-//! `bench-results/acl.md`). On 50k and 100k sets (14-24 MB of trees, ~1.2
+//! compare where the CPU has AVX-512F and the process allows it (the
+//! daemon: DPDK's max SIMD bitwidth 512, [`crate::arch::allow_avx512`]), in
+//! four SSE2 ones otherwise (a burst is dispatched once,
+//! [`crate::arch::dispatch`]; 10k sets 4-11% faster, `bench-results/acl.md`). On 50k and 100k sets (14-24 MB of trees, ~1.2
 //! trees, ~3.5 nodes and ~10 leaf checks per lookup) lookups are still
 //! 2.3-2.7x rte_acl's AVX-512 ones (`bench-results/acl_large.md`).
 
