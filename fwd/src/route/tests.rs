@@ -857,6 +857,50 @@ fn vrfs_are_separate() {
     assert_eq!(r.vrfs().collect::<Vec<_>>(), vec![0, 7]);
 }
 
+/// A burst whose every entry is a plain next hop takes the shortcut past
+/// the per-entry dispatch; one other entry (a group, a blackhole, no route)
+/// sends its 32 through the dispatch. Both answer what `lookup4` does.
+#[test]
+fn burst_lookups_with_and_without_the_all_next_hop_shortcut() {
+    let r = base()
+        .apply(&[
+            add(p4("10.0.0.0/16"), Target::NextHop(3)),
+            add(p4("10.0.1.0/24"), Target::NextHop(5)),
+            add(p4("10.0.2.0/24"), Target::Group(0)),
+            add(p4("10.0.3.0/24"), Target::Blackhole),
+        ])
+        .unwrap();
+    let plain: Vec<u32> = (0..64).map(|i| 0x0a00_0000 | (i % 2) << 8 | i).collect();
+    let mut odd = plain.clone();
+    odd[40] = 0x0a00_0207; // the group
+    odd[45] = 0x0a00_0307; // the blackhole
+    odd[50] = 0x0b00_0000; // no route
+    for d in [&plain, &odd] {
+        let mut out = vec![Resolved::Local; d.len()];
+        let mut asked = Vec::new();
+        r.lookup4_burst(
+            0,
+            d,
+            |i| {
+                asked.push(i);
+                7
+            },
+            &mut out,
+        );
+        for (i, &a) in d.iter().enumerate() {
+            assert_eq!(out[i], r.lookup4(0, a, || 7), "{}", Ipv4Addr::from(a));
+        }
+        let groups: Vec<usize> = (0..d.len()).filter(|&i| d[i] >> 8 == 0x0a0002).collect();
+        assert_eq!(
+            asked, groups,
+            "the hash is asked for the group's lanes only"
+        );
+    }
+    assert!(plain
+        .iter()
+        .all(|&a| matches!(r.lookup4(0, a, || 0), Resolved::Forward(3 | 5))));
+    assert_eq!(r.lookup4(0, 0x0a00_0307, || 0), Resolved::Blackhole);
+}
 // ---------------------------------------------------------------------------
 // The real full tables.
 
