@@ -24,7 +24,9 @@
 
 use std::collections::HashSet;
 use std::mem::size_of;
+use triomphe::Arc;
 
+use super::cow::{make_mut, ARC_HEADER};
 use super::parray::{all_eq, PArray};
 use crate::arch;
 
@@ -50,17 +52,26 @@ enum Tab {
 #[derive(Clone)]
 pub(crate) struct Fib<const W: u32> {
     tbl24: Tbl,
-    pool: Tbl,
-    /// One bit per group of `pool`: set = free.
-    free: Vec<u64>,
-    /// No free group below `free_hint * 64`.
-    free_hint: usize,
-    used: usize,
+    /// Behind an `Arc` of its own: a batch that writes no group (most
+    /// IPv4 changes) shares it whole, one count, where copying the `Fib`
+    /// copied the pool's directory and its free bitmap every version.
+    pool: Arc<Pool>,
     /// First-level pages this batch wrote zeros to: each may have become
     /// all zero, and is checked once, at the end of the batch ([`Fib::trim`]),
     /// rather than scanned (4 KiB) after every write, which made deleting
     /// a page's routes one by one quadratic in the page.
     zeroed: Vec<u32>,
+}
+
+/// The groups of the levels below the first, and their allocator.
+#[derive(Clone)]
+struct Pool {
+    tbl: Tbl,
+    /// One bit per group of `tbl`: set = free.
+    free: Vec<u64>,
+    /// No free group below `free_hint * 64`.
+    free_hint: usize,
+    used: usize,
 }
 
 impl<const W: u32> Default for Fib<W> {
@@ -75,22 +86,24 @@ impl<const W: u32> Fib<W> {
     pub(crate) fn new() -> Self {
         Fib {
             tbl24: Tbl::new(1 << 24, 0),
-            pool: Tbl::new(0, 0),
-            free: Vec::new(),
-            free_hint: 0,
-            used: 0,
+            pool: Arc::new(Pool {
+                tbl: Tbl::new(0, 0),
+                free: Vec::new(),
+                free_hint: 0,
+                used: 0,
+            }),
             zeroed: Vec::new(),
         }
     }
 
     /// Groups in use.
     pub(crate) fn groups_used(&self) -> usize {
-        self.used
+        self.pool.used
     }
 
     /// Groups allocated in the pool (used + free).
     pub(crate) fn groups_capacity(&self) -> usize {
-        self.pool.capacity() / GROUP
+        self.pool.tbl.capacity() / GROUP
     }
 
     /// Distinct private (non-zero) pages of the first level.
@@ -99,14 +112,22 @@ impl<const W: u32> Fib<W> {
     }
 
     pub(crate) fn mem(&self, seen: &mut HashSet<usize>) -> usize {
-        self.tbl24.mem(seen) + self.pool.mem(seen) + self.free.capacity() * size_of::<u64>()
+        let pool = if seen.insert(Arc::as_ptr(&self.pool) as usize) {
+            ARC_HEADER
+                + size_of::<Pool>()
+                + self.pool.tbl.mem(seen)
+                + self.pool.free.capacity() * size_of::<u64>()
+        } else {
+            0
+        };
+        self.tbl24.mem(seen) + pool
     }
 
     #[inline]
     fn tab(&self, t: Tab) -> &Tbl {
         match t {
             Tab::T24 => &self.tbl24,
-            Tab::Pool => &self.pool,
+            Tab::Pool => &self.pool.tbl,
         }
     }
 
@@ -114,7 +135,7 @@ impl<const W: u32> Fib<W> {
     fn tab_mut(&mut self, t: Tab) -> &mut Tbl {
         match t {
             Tab::T24 => &mut self.tbl24,
-            Tab::Pool => &mut self.pool,
+            Tab::Pool => &mut make_mut(&mut self.pool).tbl,
         }
     }
 
@@ -152,7 +173,7 @@ impl<const W: u32> Fib<W> {
         while e & EXT != 0 && shift >= 8 {
             shift -= 8;
             let i = (((e & !EXT) as usize) << 8) | ((addr >> shift) as usize & 0xff);
-            e = *self.pool.get(i);
+            e = *self.pool.tbl.get(i);
         }
         e
     }
@@ -314,7 +335,7 @@ impl<const W: u32> Fib<W> {
 
     fn group(&self, g: usize) -> &[u32] {
         let off = (g * GROUP) % PAGE;
-        &self.pool.page(g * GROUP / PAGE)[off..off + GROUP]
+        &self.pool.tbl.page(g * GROUP / PAGE)[off..off + GROUP]
     }
 
     fn group_uniform(&self, g: usize) -> Option<u32> {
@@ -324,23 +345,24 @@ impl<const W: u32> Fib<W> {
     }
 
     fn alloc_group(&mut self, fill: u32) -> usize {
+        let pool = make_mut(&mut self.pool);
         let g = loop {
-            if let Some(w) = self.free[self.free_hint..].iter().position(|&w| w != 0) {
-                let w = self.free_hint + w;
-                self.free_hint = w;
-                let bit = self.free[w].trailing_zeros() as usize;
-                self.free[w] &= !(1u64 << bit);
+            if let Some(w) = pool.free[pool.free_hint..].iter().position(|&w| w != 0) {
+                let w = pool.free_hint + w;
+                pool.free_hint = w;
+                let bit = pool.free[w].trailing_zeros() as usize;
+                pool.free[w] &= !(1u64 << bit);
                 break w * 64 + bit;
             }
             // Grow by one dir of groups, all free.
-            let old = self.groups_capacity();
-            self.pool.grow_to(self.pool.capacity() + Tbl::PER_DIR);
-            self.free.resize((old + GROUPS_PER_DIR) / 64, u64::MAX);
-            self.free_hint = old / 64;
+            let old = pool.tbl.capacity() / GROUP;
+            pool.tbl.grow_to(pool.tbl.capacity() + Tbl::PER_DIR);
+            pool.free.resize((old + GROUPS_PER_DIR) / 64, u64::MAX);
+            pool.free_hint = old / 64;
         };
-        self.used += 1;
+        pool.used += 1;
         let off = (g * GROUP) % PAGE;
-        let page = self.pool.page_mut(g * GROUP / PAGE);
+        let page = pool.tbl.page_mut(g * GROUP / PAGE);
         page[off..off + GROUP].fill(fill);
         g
     }
@@ -349,13 +371,14 @@ impl<const W: u32> Fib<W> {
     fn free_group(&mut self, g: usize) {
         let off = (g * GROUP) % PAGE;
         let p = g * GROUP / PAGE;
-        if !all_eq(&self.pool.page(p)[off..off + GROUP], 0) {
-            self.pool.page_mut(p)[off..off + GROUP].fill(0);
+        let pool = make_mut(&mut self.pool);
+        if !all_eq(&pool.tbl.page(p)[off..off + GROUP], 0) {
+            pool.tbl.page_mut(p)[off..off + GROUP].fill(0);
         }
-        self.pool.canonicalize(p);
-        self.free[g / 64] |= 1u64 << (g % 64);
-        self.free_hint = self.free_hint.min(g / 64);
-        self.used -= 1;
+        pool.tbl.canonicalize(p);
+        pool.free[g / 64] |= 1u64 << (g % 64);
+        pool.free_hint = pool.free_hint.min(g / 64);
+        pool.used -= 1;
     }
 
     fn free_group_rec(&mut self, g: usize) {
@@ -381,24 +404,33 @@ impl<const W: u32> Fib<W> {
         for p in zeroed {
             self.tbl24.canonicalize(p as usize);
         }
-        while self.pool.dirs() > 0 {
-            let d = self.pool.dirs() - 1;
+        // Read-only checks first: a batch that wrote no group must not
+        // copy the pool here.
+        let trailing_free = |p: &Pool| {
+            let Some(d) = p.tbl.dirs().checked_sub(1) else {
+                return false;
+            };
             let words = d * GROUPS_PER_DIR / 64..(d + 1) * GROUPS_PER_DIR / 64;
-            if !self.free[words.clone()].iter().all(|&w| w == u64::MAX) {
-                break;
-            }
-            debug_assert!(self.pool.dir_is_zero(d));
-            if !self.pool.dir_is_zero(d) {
-                break;
-            }
-            self.pool.pop_dir();
-            self.free.truncate(words.start);
+            let free = p.free[words].iter().all(|&w| w == u64::MAX);
+            // Freed groups are zeroed (`free_group`).
+            debug_assert!(!free || p.tbl.dir_is_zero(d));
+            free && p.tbl.dir_is_zero(d)
+        };
+        let untidy = |p: &Pool| p.free.capacity() != p.free.len() || p.free_hint > p.free.len();
+        if !trailing_free(&self.pool) && !untidy(&self.pool) {
+            return;
+        }
+        let pool = make_mut(&mut self.pool);
+        while trailing_free(pool) {
+            let d = pool.tbl.dirs() - 1;
+            pool.tbl.pop_dir();
+            pool.free.truncate(d * GROUPS_PER_DIR / 64);
         }
         // Exact capacity, as a copy of this version has, whether the bitmap
         // grew (`resize` rounds up) or lost dirs in this batch: its accounted
         // bytes must not depend on its history. Reallocates only then.
-        self.free.shrink_to_fit();
-        self.free_hint = self.free_hint.min(self.free.len());
+        pool.free.shrink_to_fit();
+        pool.free_hint = pool.free_hint.min(pool.free.len());
     }
 }
 
@@ -437,6 +469,7 @@ impl Fib<32> {
         } else {
             *self
                 .pool
+                .tbl
                 .get((((e & !EXT) as usize) << 8) | (addr & 0xff) as usize)
         }
     }
@@ -452,6 +485,7 @@ impl Fib<32> {
             if *o & EXT != 0 {
                 *o = *self
                     .pool
+                    .tbl
                     .get((((*o & !EXT) as usize) << 8) | (d & 0xff) as usize);
             }
         }
@@ -475,7 +509,8 @@ impl Fib<128> {
         let mut at = [&0u32; BURST_MAX];
         let out = &mut out[..dsts.len()];
         self.first_level(dsts.iter().map(|&d| (d >> 104) as usize), &mut at, out);
-        if self.pool.capacity() == 0 {
+        let pool = &self.pool.tbl;
+        if pool.capacity() == 0 {
             return; // no groups, so no entry has EXT
         }
         // Branch-free per packet: which packets still descend is data-dependent
@@ -492,7 +527,7 @@ impl Fib<128> {
             any = 0;
             // Every lane's miss in flight at once, before any lane waits.
             for ((a, &e), &d) in at.iter_mut().zip(out.iter()).zip(dsts) {
-                *a = self.pool.get(next(e, d, shift));
+                *a = pool.get(next(e, d, shift));
                 arch::prefetch(*a);
             }
             for (o, a) in out.iter_mut().zip(&at) {
