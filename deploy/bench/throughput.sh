@@ -3,7 +3,9 @@
 # the same run (DESIGN.md's recipe): 2 MiB hugepages, net_pcap replaying a few
 # thousand 64-byte UDP flows endlessly into the appliance, net_null as the
 # sink, one worker lcore on its own CPU. Rates are read twice, 10 s apart,
-# after a warm-up. Results go to bench-results/throughput.md.
+# after a warm-up. Results go to bench-results/throughput.md. For IPv4, DPDK's
+# l3fwd runs on the same traffic too (deploy/bench/l3fwd.sh: LPM mode, or with
+# LOADED=1 ACL mode over the same routes and rule set).
 #
 #   deploy/bench/throughput.sh [ROUTES]     (default 1000 routes)
 #
@@ -118,6 +120,20 @@ run_testpmd() {
 }
 macswap=$(run_testpmd macswap)
 io=$(run_testpmd io)
+# DPDK's l3fwd on the same traffic (deploy/bench/l3fwd.sh): LPM mode with the
+# same routes; with LOADED=1, ACL mode with the same routes and rule set.
+l3fwd=""
+l3fwd_label=""
+if [ "$FAMILY" = 4 ]; then
+    if [ "$LOADED" = 1 ]; then
+        l3fwd_label="dpdk-l3fwd ACL mode (rte_acl over the $ROUTES routes and acl1_10k)"
+        l3fwd=$("$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES" \
+            "$FWD_DATA/classbench/lyxocs/acl1_10k") || l3fwd=""
+    else
+        l3fwd_label="dpdk-l3fwd LPM mode (the same $ROUTES routes)"
+        l3fwd=$("$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES") || l3fwd=""
+    fi
+fi
 
 avg() { awk '{s+=$1; n++} END {if (n) printf "%.2f", s/n; else print "n/a"}'; }
 fwd_avg=$(echo "$fwd_rates" | avg)
@@ -170,8 +186,22 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     fi
     echo "| dpdk-testpmd macswap | $(echo $macswap) | $mac_avg | $(awk -v a="$mac_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     echo "| dpdk-testpmd io | $(echo $io) | $io_avg | $(awk -v a="$io_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
+    if [ -n "$l3fwd" ]; then
+        l3_avg=$(echo "$l3fwd" | tr ' ' '\n' | avg)
+        echo "| $l3fwd_label | $(echo $l3fwd) | $l3_avg | $(awk -v a="$l3_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
+    fi
     echo
-    echo "fwd / testpmd macswap = **$ratio** (goal >= 0.67, l3fwd-LPM's ratio here)."
+    echo "fwd / testpmd macswap = **$ratio** (goal >= 0.67, l3fwd-LPM's ratio on the anchor machine)."
+    if [ -n "$l3fwd" ]; then
+        echo
+        echo "$l3fwd_label / testpmd macswap = $(awk -v a="$l3_avg" -v b="$mac_avg" 'BEGIN {printf "%.2f", a / b}');"
+        echo "fwd / l3fwd = **$(awk -v a="$fwd_avg" -v b="$l3_avg" 'BEGIN {printf "%.2f", a / b}')**."
+        echo "(l3fwd checks no IPv4 header checksum without the NIC's offload; fwd"
+        echo "verifies it in software. See deploy/bench/l3fwd.sh.)"
+    elif [ "$FAMILY" = 4 ]; then
+        echo
+        echo "dpdk-l3fwd did not run (see the bench's output)."
+    fi
     echo
     echo "The recipe itself (pcap copy + free) costs ~10 ns/packet; the VM is shared, so"
     echo "compare rows of the same run only."
