@@ -17,9 +17,9 @@
 # finds the highest-priority match whatever it is).
 #
 # l3fwd is built from Debian's copy of DPDK's examples (dpdk-doc, installed
-# here if missing) into target/l3fwd, with one change: it asks every port
-# for the Rx checksum offloads, which net_pcap does not have, so the request
-# is masked to the port's capabilities. l3fwd trusts the NIC's checksum
+# here with make if missing) into target/l3fwd, with one change: it asks
+# every port for the Rx checksum offloads, which net_pcap does not have, so
+# the request is masked to the port's capabilities. l3fwd trusts the NIC's checksum
 # verdict and checks nothing in software when there is none; the daemon
 # verifies the IPv4 header checksum itself (as Linux and VPP do), so the two
 # are not doing quite the same work per packet.
@@ -32,9 +32,15 @@ RULES="${3:-}"
 EX=/usr/share/dpdk/examples
 BUILD="$ROOT/target/l3fwd"
 
-if [ ! -f "$EX/l3fwd/main.c" ]; then
-    apt-get install -y -qq --no-install-recommends dpdk-doc > /dev/null \
-        || { echo "$0: apt-get install dpdk-doc failed" >&2; exit 1; }
+"$ROOT/deploy/setup.sh" --hugepages 512 >&2
+
+# The examples' sources and make (the examples' Makefile; the rest of the
+# toolchain is setup.sh's).
+if [ ! -f "$EX/l3fwd/main.c" ] || ! command -v make > /dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    inst() { apt-get install -y -qq --no-install-recommends dpdk-doc make > /dev/null; }
+    inst || { apt-get update -qq && inst; } \
+        || { echo "$0: apt-get install dpdk-doc make failed" >&2; exit 1; }
 fi
 if [ ! -x "$BUILD/l3fwd/build/l3fwd" ] || [ "$EX/l3fwd/main.c" -nt "$BUILD/l3fwd/build/l3fwd" ]; then
     rm -rf "$BUILD"
