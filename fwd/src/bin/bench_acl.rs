@@ -291,6 +291,32 @@ fn lookup_ns(c: &Classifier, keys: &[Key]) -> f64 {
     lookup_ns2(c, keys).0
 }
 
+/// dpdk-test-acl's ns per packet with `alg` on the rule and trace files
+/// (the best of three runs), if it ran.
+fn rte_acl_ns(
+    dpdk: Option<&DpdkEnv>,
+    rules: &Path,
+    trace: &Path,
+    n: usize,
+    alg: &str,
+) -> Option<f64> {
+    let best = (0..3)
+        .filter_map(|_| dpdk.map(|d| d.run(rules, trace, n, alg, 20)))
+        .filter_map(|r| r.pkt_per_sec)
+        .fold(0.0f64, f64::max);
+    (best > 0.0).then(|| 1e9 / best)
+}
+
+/// rte_acl's widest method here at DPDK's default max SIMD bitwidth (256:
+/// `avx512x16` keeps to 256-bit registers).
+fn best_alg() -> &'static str {
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        "avx512x16"
+    } else {
+        "avx2"
+    }
+}
+
 fn pct(v: &mut [u64], p: f64) -> u64 {
     v.sort_unstable();
     v[((v.len() as f64 - 1.0) * p).round() as usize]
@@ -1071,11 +1097,7 @@ fn large_rows(data: &Path) -> String {
     let tmp = std::env::temp_dir().join(format!("bench_acl.{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
     let dpdk = DpdkEnv::new(&tmp);
-    let alg = if std::arch::is_x86_feature_detected!("avx512f") {
-        "avx512x16"
-    } else {
-        "avx2"
-    };
+    let alg = best_alg();
     let stat = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         match v.len() {
@@ -1100,12 +1122,8 @@ fn large_rows(data: &Path) -> String {
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..3 {
             ours.push(lookup_ns(&tree, &keys));
-            let best = (0..3)
-                .filter_map(|_| dpdk.as_ref().map(|d| d.run(&rp, &tp, keys.len(), alg, 20)))
-                .filter_map(|r| r.pkt_per_sec)
-                .fold(0.0f64, f64::max);
-            if best > 0.0 {
-                theirs.push(1e9 / best);
+            if let Some(t) = rte_acl_ns(dpdk.as_ref(), &rp, &tp, keys.len(), alg) {
+                theirs.push(t);
             }
         }
         let ratio = if theirs.is_empty() {
@@ -1156,9 +1174,28 @@ fn late_match(data: &Path) -> String {
     firsts.dedup();
     let (t, n, k) = mean_cost(&c, &keys);
     let (ti, ni, ki) = mean_cost(&c, &inside);
+    // rte_acl on the same rules and keys: its SSE method (like the daemon's
+    // node compares at DPDK's default bitwidth) and its widest one there.
+    let tmp = std::env::temp_dir().join(format!("bench_acl.{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let dpdk = DpdkEnv::new(&tmp);
+    let (rp, tp) = (tmp.join("rules_late"), tmp.join("trace_late"));
+    write_lines(&rp, acl1.iter().map(rule_line));
+    write_lines(&tp, keys.iter().map(trace_line));
+    let rte = [("sse", "sse"), (best_alg(), best_alg())]
+        .iter()
+        .map(|&(name, alg)| {
+            rte_acl_ns(dpdk.as_ref(), &rp, &tp, keys.len(), alg)
+                .map_or(format!("rte_acl {name}: did not run"), |v| {
+                    format!("rte_acl {name}: {v:.1} ns/pkt")
+                })
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = std::fs::remove_dir_all(&tmp);
     format!(
         "late-match keys: first matches {:?}; per lookup {:.2} trees, {:.1} nodes, {:.1} leaf checks; \
-         {:.1} ns/pkt (keys inside random rules: {:.1} ns/pkt; {:.2} trees, {:.1} nodes, {:.1} leaf checks); trees {:?}",
+         {:.1} ns/pkt ({rte}; keys inside random rules: {:.1} ns/pkt; {:.2} trees, {:.1} nodes, {:.1} leaf checks); trees {:?}",
         &firsts[..firsts.len().min(8)],
         t,
         n,
