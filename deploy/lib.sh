@@ -94,6 +94,13 @@ wait_forwarding() {
 # $5 = hugepages (true/false), $6 = 6 for IPv6 instead: the N /64 routes
 # fd01:0:a01:1::/64.. that `fwd-flows --v6 --dst 10.1.0.1 --dst-count N`
 # sends to, via fd09::2 on `out`.
+# The replay recipe's i-th IPv4 route: 10.1.0.0/24, 10.1.1.0/24, ... (one
+# per destination fwd-flows --dst 10.1.0.1 --dst-count N draws); the daemon's
+# config and the l3fwd anchor (deploy/bench/l3fwd.sh) both take it from here.
+replay_prefix4() {
+    echo "10.$((1 + $1 / 256)).$(($1 % 256)).0/24"
+}
+
 write_replay_config() {
     local pcap="$1" cfg="$2" nroutes="$3" outdev="$4" hugepages="${5:-false}" family="${6:-4}"
     local in_addr="10.0.0.254/16" out_addr="10.9.0.1/24" gw="10.9.0.2"
@@ -125,7 +132,7 @@ write_replay_config() {
                 printf "  - {prefix: 'fd01:0:%x:%x::/64', via: %s, dev: out}\n" \
                     $((d >> 16)) $((d & 0xffff)) "$gw"
             else
-                echo "  - {prefix: 10.$((1 + i / 256)).$((i % 256)).0/24, via: $gw, dev: out}"
+                echo "  - {prefix: $(replay_prefix4 "$i"), via: $gw, dev: out}"
             fi
         done
     } > "$cfg"

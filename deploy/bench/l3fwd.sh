@@ -4,9 +4,8 @@
 #
 #   deploy/bench/l3fwd.sh PCAP ROUTES [CLASSBENCH_RULES]
 #
-# Replays PCAP on net_pcap (port 0) with ROUTES /24 routes 10.1.0.0/24,
-# 10.1.1.0/24, ... to net_null (port 1), the routes write_replay_config gives
-# the daemon, one lcore (CPU 1) polling both ports, and prints the Rx rates
+# Replays PCAP on net_pcap (port 0) with ROUTES /24 routes to net_null
+# (port 1), the daemon's routes in the same recipe (lib.sh's replay_prefix4), one lcore (CPU 1) polling both ports, and prints the Rx rates
 # (Mpps) of port 0 over two 10 s intervals, read with dpdk-proc-info.
 #
 # Without CLASSBENCH_RULES: LPM mode (rte_lpm). With them: ACL mode, where
@@ -19,10 +18,10 @@
 # l3fwd is built from Debian's copy of DPDK's examples (dpdk-doc, installed
 # here with make if missing) into target/l3fwd, with one change: it asks
 # every port for the Rx checksum offloads, which net_pcap does not have, so
-# the request is masked to the port's capabilities. l3fwd trusts the NIC's checksum
-# verdict and checks nothing in software when there is none; the daemon
-# verifies the IPv4 header checksum itself (as Linux and VPP do), so the two
-# are not doing quite the same work per packet.
+# the request is masked to the port's capabilities. l3fwd trusts the NIC's
+# checksum verdict and checks nothing in software when there is none; the
+# daemon verifies the IPv4 header checksum itself (as Linux and VPP do), so
+# the two are not doing quite the same work per packet.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -70,14 +69,14 @@ trap cleanup EXIT
 if [ -z "$RULES" ]; then
     mode=(--lookup=lpm)
     for ((i = 0; i < ROUTES; i++)); do
-        echo "R10.$((1 + i / 256)).$((i % 256)).0/24 1"
+        echo "R$(replay_prefix4 "$i") 1"
     done > "$WORK/v4.cfg"
     echo "R2001:db8::/32 1" > "$WORK/v6.cfg"
 else
     mode=(--lookup=acl)
     {
         for ((i = 0; i < ROUTES; i++)); do
-            echo "R0.0.0.0/0 10.$((1 + i / 256)).$((i % 256)).0/24 0 : 65535 0 : 65535 0x0/0x0 1"
+            echo "R0.0.0.0/0 $(replay_prefix4 "$i") 0 : 65535 0 : 65535 0x0/0x0 1"
         done
         # The ClassBench lines as they are ('@' rules; l3fwd reads the first
         # five fields and ignores the flags column).

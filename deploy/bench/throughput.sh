@@ -40,6 +40,8 @@ if [ "$FAMILY" = 6 ] && [ "$LOADED" = 1 ]; then
 fi
 if [ "$LOADED" = 1 ]; then
     find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
+    # The rule set of the loaded recipe, for the daemon and for l3fwd.
+    ACL_SET="$FWD_DATA/classbench/lyxocs/acl1_10k"
     OUT="$ROOT/bench-results/throughput_loaded.md"
 fi
 
@@ -69,7 +71,7 @@ if [ "$LOADED" = 1 ]; then
         if (tolower(pr[2]) == "0xff") m = m " proto " hex(pr[1]);
         print "rule add prio " NR m " action permit"
     } END { print "rule add prio 1000000 action permit" }' \
-        "$FWD_DATA/classbench/lyxocs/acl1_10k" >> "$WORK/tables.batch"
+        "$ACL_SET" >> "$WORK/tables.batch"
     load_note="$(grep -c '^route add' "$WORK/tables.batch") routes and $(grep -c '^rule add' "$WORK/tables.batch") rules"
 fi
 
@@ -128,7 +130,7 @@ if [ "$FAMILY" = 4 ]; then
     if [ "$LOADED" = 1 ]; then
         l3fwd_label="dpdk-l3fwd ACL mode (rte_acl over the $ROUTES routes and acl1_10k)"
         l3fwd=$("$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES" \
-            "$FWD_DATA/classbench/lyxocs/acl1_10k") || l3fwd=""
+            "$ACL_SET") || l3fwd=""
     else
         l3fwd_label="dpdk-l3fwd LPM mode (the same $ROUTES routes)"
         l3fwd=$("$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES") || l3fwd=""
