@@ -88,6 +88,57 @@ wait_forwarding() {
     return 1
 }
 
+# The loaded recipe's tables as one fwdctl batch file $1: the full IPv4 view
+# of $FWD_DATA via the replay recipe's gateway (10.9.0.2 on `out`), then the
+# ClassBench set $2 with every rule a permit, then a final permit (a packet
+# walks the trees to a leaf whichever rule it matches).
+write_loaded_batch() {
+    local out="$1" set="$2"
+    zcat "$FWD_DATA/routing/ipv4_fulltable_gaissmai.txt.gz" \
+        | awk '{print "route add " $1 " via 10.9.0.2 dev out"}' > "$out"
+    # ClassBench: @src dst sport_lo : sport_hi dport_lo : dport_hi proto/mask ...
+    awk -F'\t' 'function hex(s,  i, n) {
+        s = tolower(s); sub(/^0x/, "", s); n = 0;
+        for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1;
+        return n
+    } {
+        sub(/^@/, "", $1); split($3, sp, " : "); split($4, dp, " : "); split($5, pr, "/");
+        m = "";
+        if ($1 !~ /\/0$/) m = m " src " $1;
+        if ($2 !~ /\/0$/) m = m " dst " $2;
+        if (sp[1] + 0 != 0 || sp[2] + 0 != 65535) m = m " sport " sp[1] "-" sp[2];
+        if (dp[1] + 0 != 0 || dp[2] + 0 != 65535) m = m " dport " dp[1] "-" dp[2];
+        if (tolower(pr[2]) == "0xff") m = m " proto " hex(pr[1]);
+        print "rule add prio " NR m " action permit"
+    } END { print "rule add prio 1000000 action permit" }' \
+        "$set" >> "$out"
+}
+
+# Runs the fwd binary $1 on config $2 for $4 s with stats every $5 s, its
+# output in $3.out / $3.err; with a batch file $6, loads it over the control
+# socket $7 once the daemon forwards (the seconds it took in $3.load_s).
+# Prints the rates of the last two intervals (Mpps; the first interval
+# includes start-up and the load).
+run_replay() {
+    local bin="$1" cfg="$2" out="$3" secs="$4" every="$5" batch="${6:-}" sock="${7:-}"
+    timeout -s INT "$secs" "$bin" "$cfg" --stats-interval "$every" > "$out.out" 2> "$out.err" &
+    local pid=$!
+    if [ -n "$batch" ]; then
+        wait_forwarding "$out.err" || { kill "$pid"; return 1; }
+        local t0 t1
+        t0=$(date +%s.%N)
+        if ! "$ROOT/target/release/fwdctl" -s "$sock" -b "$batch" > "$out.load" 2>&1; then
+            kill "$pid"
+            cat "$out.load" >&2
+            return 1
+        fi
+        t1=$(date +%s.%N)
+        awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}' > "$out.load_s"
+    fi
+    wait "$pid" || true
+    grep -o 'in: rx *[0-9.]* Mpps' "$out.out" | awk '{print $3}' | tail -n 2
+}
+
 # Writes a daemon config with N /24 routes 10.1.x.0/24 and 10.2.x.0/24.. via
 # a neighbour on port `out`, replaying $1 (pcap) endlessly into port `in`.
 # $2 = output config path, $3 = number of routes, $4 = output device devargs,

@@ -54,47 +54,16 @@ write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-
 load_note=""
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
-    zcat "$FWD_DATA/routing/ipv4_fulltable_gaissmai.txt.gz" \
-        | awk '{print "route add " $1 " via 10.9.0.2 dev out"}' > "$WORK/tables.batch"
-    # ClassBench: @src dst sport_lo : sport_hi dport_lo : dport_hi proto/mask ...
-    awk -F'\t' 'function hex(s,  i, n) {
-        s = tolower(s); sub(/^0x/, "", s); n = 0;
-        for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1;
-        return n
-    } {
-        sub(/^@/, "", $1); split($3, sp, " : "); split($4, dp, " : "); split($5, pr, "/");
-        m = "";
-        if ($1 !~ /\/0$/) m = m " src " $1;
-        if ($2 !~ /\/0$/) m = m " dst " $2;
-        if (sp[1] + 0 != 0 || sp[2] + 0 != 65535) m = m " sport " sp[1] "-" sp[2];
-        if (dp[1] + 0 != 0 || dp[2] + 0 != 65535) m = m " dport " dp[1] "-" dp[2];
-        if (tolower(pr[2]) == "0xff") m = m " proto " hex(pr[1]);
-        print "rule add prio " NR m " action permit"
-    } END { print "rule add prio 1000000 action permit" }' \
-        "$ACL_SET" >> "$WORK/tables.batch"
+    write_loaded_batch "$WORK/tables.batch" "$ACL_SET"
     load_note="$(grep -c '^route add' "$WORK/tables.batch") routes and $(grep -c '^rule add' "$WORK/tables.batch") rules"
 fi
 
 # fwd: stats every 10 s for 31 s; the first line includes start-up (and,
 # with LOADED=1, the table load), the next two are steady state.
 run_fwd() {
-    local bin="$1" out="$2" load="$3"
-    timeout -s INT 33 "$bin" "$WORK/fwd.yaml" --stats-interval 10 > "$out.out" 2> "$out.err" &
-    local pid=$!
-    if [ "$load" = 1 ]; then
-        wait_forwarding "$out.err" || { kill "$pid"; return 1; }
-        local t0 t1
-        t0=$(date +%s.%N)
-        if ! "$ROOT/target/release/fwdctl" -s "$WORK/fwd.sock" -b "$WORK/tables.batch" > "$out.load" 2>&1; then
-            kill "$pid"
-            cat "$out.load" >&2
-            return 1
-        fi
-        t1=$(date +%s.%N)
-        awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}' > "$out.load_s"
-    fi
-    wait "$pid" || true
-    grep -o 'in: rx *[0-9.]* Mpps' "$out.out" | awk '{print $3}' | tail -n 2
+    local batch=""
+    if [ "$3" = 1 ]; then batch="$WORK/tables.batch"; fi
+    run_replay "$1" "$WORK/fwd.yaml" "$2" 33 10 "$batch" "$WORK/fwd.sock"
 }
 fwd_rates=$(run_fwd "$ROOT/target/release/fwd" "$WORK/fwd" "$LOADED") || { echo "bench: loading the tables failed" >&2; exit 1; }
 [ -n "$fwd_rates" ] || { cat "$WORK/fwd.err"; echo "bench: fwd produced no rates" >&2; exit 1; }

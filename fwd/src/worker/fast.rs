@@ -81,6 +81,9 @@ impl Pipeline<'_> {
         for i in 0..n {
             pkts.prefetch(i);
         }
+        if CUTOFF == Cutoff::Rx {
+            return self.cut(s, rest, rest);
+        }
         // The candidates by family, in burst order.
         let (mut n4, mut n6) = (0, 0);
         for i in 0..n {
@@ -105,6 +108,11 @@ impl Pipeline<'_> {
                 n6 += 1;
             }
         }
+        if CUTOFF == Cutoff::Parse {
+            let listed = s.v4_idx[..n4].iter().chain(&s.v6_idx[..n6]);
+            let m = listed.fold(0, |m, &i| m | 1 << i);
+            return self.cut(s, m, rest);
+        }
         // The first match of each packet that goes on, by packet (None: no
         // match, or no rules).
         let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
@@ -123,6 +131,11 @@ impl Pipeline<'_> {
             n4 = keep_permitted(&mut s.v4_idx, &mut s.v4_dst, f4, &mut rule);
             n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, f6, &mut rule);
         }
+        if CUTOFF == Cutoff::Classify {
+            let listed = s.v4_idx[..n4].iter().chain(&s.v6_idx[..n6]);
+            let m = listed.fold(0, |m, &i| m | 1 << i);
+            return self.cut(s, m, rest);
+        }
         let vrf = t.port_vrf(self.in_port);
         let parsed = &s.parsed;
         if n4 > 0 {
@@ -136,6 +149,14 @@ impl Pipeline<'_> {
             let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
             t.routing
                 .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
+        }
+        if CUTOFF == Cutoff::Lookup {
+            let found = (s.v4_idx[..n4].iter().zip(&s.v4_out[..n4]))
+                .chain(s.v6_idx[..n6].iter().zip(&s.v6_out[..n6]));
+            let m = found.fold(0, |m, (&i, r)| {
+                m | Mask::from(matches!(r, Resolved::Forward(_))) << i
+            });
+            return self.cut(s, m, rest);
         }
         // Packets of a burst mostly share a next hop: resolve it once.
         let mut cached = (u32::MAX, Egress::Drop(DropReason::NoRoute));
@@ -187,6 +208,57 @@ impl Pipeline<'_> {
             rest &= !(1 << i);
         }
         rest
+    }
+
+    /// A stage-cutoff build's end of the fast path: the packets of `m`
+    /// (a subset of `rest`) go to port `in_port ^ 1` unchanged; the rest
+    /// of `rest` is left to the general stages.
+    #[inline(always)]
+    fn cut(&self, s: &mut Scratch, m: Mask, rest: Mask) -> Mask {
+        let to = Verdict::Tx((self.in_port ^ 1) as u16);
+        let mut left = m;
+        while left != 0 {
+            s.verdict[left.trailing_zeros() as usize] = to;
+            left &= left - 1;
+        }
+        rest & !m
+    }
+}
+
+/// Where the fast path of a stage-cutoff build stops
+/// (`deploy/bench/stages.sh`): such a build, made with `FWD_FAST_CUTOFF`
+/// set at compile time, sends what passed the stages before the cutoff
+/// out unchanged, so that the forwarding rates of the cutoffs, side by
+/// side, give each stage's cost in the real loop. Not for use: it forwards
+/// without rewriting. [`Cutoff::None`] (the variable unset) in every other
+/// build, where the checks compile away.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Cutoff {
+    None,
+    /// After the receive: every packet of the burst.
+    Rx,
+    /// After recognition: the plain unicast candidates.
+    Parse,
+    /// After the classification (while rules are loaded): the candidates
+    /// whose first match permits, or that match nothing.
+    Classify,
+    /// After the route lookup: the candidates with a next hop.
+    Lookup,
+}
+
+const CUTOFF: Cutoff = cutoff(option_env!("FWD_FAST_CUTOFF"));
+
+const fn cutoff(v: Option<&str>) -> Cutoff {
+    match v {
+        None => Cutoff::None,
+        Some(v) => match v.as_bytes() {
+            b"" => Cutoff::None,
+            b"rx" => Cutoff::Rx,
+            b"parse" => Cutoff::Parse,
+            b"classify" => Cutoff::Classify,
+            b"lookup" => Cutoff::Lookup,
+            _ => panic!("FWD_FAST_CUTOFF must be rx, parse, classify or lookup"),
+        },
     }
 }
 

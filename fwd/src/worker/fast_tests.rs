@@ -325,3 +325,18 @@ proptest! {
         prop_assert_eq!(sa.n_learned, sb.n_learned);
     }
 }
+
+/// The stage-cutoff names `deploy/bench/stages.sh` builds with, and no
+/// cutoff in a build without the variable (the tests above would fail in a
+/// cutoff build, which forwards without rewriting).
+#[test]
+fn stage_cutoffs_are_named_and_off_by_default() {
+    use super::{cutoff, Cutoff, CUTOFF};
+    assert_eq!(CUTOFF, Cutoff::None, "tests built with FWD_FAST_CUTOFF set");
+    assert_eq!(cutoff(None), Cutoff::None);
+    assert_eq!(cutoff(Some("")), Cutoff::None);
+    assert_eq!(cutoff(Some("rx")), Cutoff::Rx);
+    assert_eq!(cutoff(Some("parse")), Cutoff::Parse);
+    assert_eq!(cutoff(Some("classify")), Cutoff::Classify);
+    assert_eq!(cutoff(Some("lookup")), Cutoff::Lookup);
+}
