@@ -124,10 +124,17 @@ impl CounterWriter {
     /// clock (e.g. ms), stored at most once per tick.
     #[inline]
     pub fn hit(&mut self, slot: Slot, bytes: u32, tick: u64) {
+        self.hits(slot, 1, u64::from(bytes), tick);
+    }
+
+    /// Count `packets` packets of `bytes` bytes in all on `slot` (a run of
+    /// packets of one burst that matched the same rule).
+    #[inline]
+    pub fn hits(&mut self, slot: Slot, packets: u64, bytes: u64, tick: u64) {
         let c = &self.set.workers[self.worker][slot as usize];
         // Relaxed load+store (not fetch_add): this worker is the only writer.
-        c.packets.store(c.packets.load(Relaxed) + 1, Relaxed);
-        c.bytes.store(c.bytes.load(Relaxed) + bytes as u64, Relaxed);
+        c.packets.store(c.packets.load(Relaxed) + packets, Relaxed);
+        c.bytes.store(c.bytes.load(Relaxed) + bytes, Relaxed);
         if c.last_used.load(Relaxed) != tick {
             c.last_used.store(tick, Relaxed);
         }
