@@ -72,6 +72,7 @@ impl Pipeline<'_> {
         let n = pkts.count();
         let t = self.tables;
         let mut rest = first(n);
+        s.whole = None;
         if !t.port(self.in_port).is_some_and(|p| p.is_up()) {
             return rest;
         }
@@ -161,6 +162,9 @@ impl Pipeline<'_> {
         }
         // Their rule hits, a run of packets on one rule counted at once.
         let mut run = HitRun::default();
+        // The port the packets forwarded so far go to, and whether to more
+        // than one.
+        let (mut to, mut mixed) = (None, false);
         // Packets of a burst mostly share a next hop: resolve it once.
         let mut cached = (u32::MAX, Egress::Drop(DropReason::NoRoute));
         let found = s.v4_idx[..n4]
@@ -209,8 +213,15 @@ impl Pipeline<'_> {
             }
             s.verdict[i] = Verdict::Tx(port);
             rest &= !(1 << i);
+            if to != Some(port) {
+                mixed |= to.is_some();
+                to = Some(port);
+            }
         }
         run.flush(rc, clock.tick_ms);
+        if rest == 0 && !mixed {
+            s.whole = to;
+        }
         rest
     }
 
@@ -219,11 +230,14 @@ impl Pipeline<'_> {
     /// of `rest` is left to the general stages.
     #[inline(always)]
     fn cut(&self, s: &mut Scratch, m: Mask, rest: Mask) -> Mask {
-        let to = Verdict::Tx((self.in_port ^ 1) as u16);
+        let port = (self.in_port ^ 1) as u16;
         let mut left = m;
         while left != 0 {
-            s.verdict[left.trailing_zeros() as usize] = to;
+            s.verdict[left.trailing_zeros() as usize] = Verdict::Tx(port);
             left &= left - 1;
+        }
+        if rest & !m == 0 && m != 0 {
+            s.whole = Some(port);
         }
         rest & !m
     }

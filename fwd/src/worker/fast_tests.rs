@@ -340,3 +340,66 @@ fn stage_cutoffs_are_named_and_off_by_default() {
     assert_eq!(cutoff(Some("classify")), Cutoff::Classify);
     assert_eq!(cutoff(Some("lookup")), Cutoff::Lookup);
 }
+
+/// `Pipeline::run` names the one port of a burst the fast path forwarded
+/// whole (the poll loop then sends it as it is), and none when a packet
+/// was left to the general stages, whatever they decided, or when the
+/// burst goes to two ports.
+#[test]
+fn a_burst_forwarded_whole_names_its_port() {
+    // 198.18.0.0/24 goes back out of port a.
+    let t = tables(vec![
+        Change::NeighAdd(wire::Neigh {
+            addr: "10.1.0.9".parse().unwrap(),
+            lladdr: wire::Mac([2, 0, 0, 0, 0, 9]),
+            dev: "a".into(),
+        }),
+        Change::RouteAdd(wire::Route {
+            linkdown: false,
+            proto: None,
+            prefix: "198.18.0.0/24".parse().unwrap(),
+            table: 0,
+            target: RouteTarget::Gateway {
+                via: Some("10.1.0.9".parse().unwrap()),
+                dev: Some("a".into()),
+            },
+        }),
+    ]);
+    // 31 packets to port b, the last one as `last` says.
+    let burst = |last_ttl: u8, last_dst: Ipv4Addr| {
+        let frames = (0..32u8)
+            .map(|i| {
+                let (ttl, d) = if i == 31 {
+                    (last_ttl, last_dst)
+                } else {
+                    (64, Ipv4Addr::new(198, 51, 100, i))
+                };
+                let spec = FrameSpec { ttl, ..from_host() };
+                build::udp4(&spec, Ipv4Addr::new(10, 1, 0, 2), d, 1, 2, &[0; 10])
+            })
+            .collect();
+        Frames::new(frames)
+    };
+    // A scratch that said "whole" for the burst before.
+    let run = |f: &mut Frames| {
+        let (mut s, mut tally) = (Scratch::default(), Tally::default());
+        s.whole = Some(1);
+        let (_, mut w) = acl::CounterSet::new(1, 16);
+        let whole = pipe(&t).run(f, &mut s, &mut tally, &mut w[0], Clock::default);
+        (whole, s)
+    };
+    let b = Ipv4Addr::new(198, 51, 100, 31);
+    let (whole, s) = run(&mut burst(64, b));
+    assert_eq!(whole, Some(1));
+    assert!(s.verdict.iter().all(|&v| v == Verdict::Tx(1)));
+    // TTL 1: the general stages answer it; the others still go to port b.
+    let (whole, s) = run(&mut burst(1, b));
+    assert_eq!(whole, None);
+    assert_eq!(s.verdict[0], Verdict::Tx(1));
+    assert_ne!(s.verdict[31], Verdict::Tx(1));
+    // All forwarded by the fast path, to two ports.
+    let (whole, s) = run(&mut burst(64, Ipv4Addr::new(198, 18, 0, 1)));
+    assert_eq!(whole, None);
+    assert_eq!(s.verdict[0], Verdict::Tx(1));
+    assert_eq!(s.verdict[31], Verdict::Tx(0));
+}

@@ -235,7 +235,7 @@ impl Worker {
         if g != self.tap_gen {
             self.retap(g);
         }
-        {
+        let whole = {
             let mut io = Io {
                 burst,
                 txbufs: &mut self.txbufs,
@@ -251,27 +251,29 @@ impl Worker {
                     &mut self.setup.rule_counters,
                     || clock_base.now(),
                 ),
-                Some(armed) => trace::run_tapped(
-                    armed,
-                    &pipe,
-                    &mut io,
-                    s,
-                    &mut tally,
-                    &mut self.setup.rule_counters,
-                    clock_base.now(),
-                    self.setup.index,
-                ),
+                Some(armed) => {
+                    trace::run_tapped(
+                        armed,
+                        &pipe,
+                        &mut io,
+                        s,
+                        &mut tally,
+                        &mut self.setup.rule_counters,
+                        clock_base.now(),
+                        self.setup.index,
+                    );
+                    None
+                }
             }
-        }
+        };
 
-        // A full burst forwarded whole to one port whose buffer is empty
-        // goes out as it is (l3fwd's shortcut); the rest one by one. (With
-        // packets waiting in that buffer, the order on the port needs them
-        // sent first: the one-by-one path.)
-        if let (true, Verdict::Tx(port)) = (n == BURST, s.verdict[0]) {
+        // A full burst that the fast path forwarded whole to one port whose
+        // buffer is empty goes out as it is (l3fwd's shortcut); the rest
+        // one by one. (With packets waiting in that buffer, the order on
+        // the port needs them sent first: the one-by-one path.)
+        if let (true, Some(port)) = (n == BURST, whole) {
             let out = usize::from(port);
-            let whole = s.verdict[..n].iter().all(|&v| v == Verdict::Tx(port));
-            if whole && self.txbufs.get(out).is_some_and(TxBuffer::is_empty) {
+            if self.txbufs.get(out).is_some_and(TxBuffer::is_empty) {
                 if let Some(f) = self.setup.tx.get_mut(out).and_then(|q| burst.send_all(q)) {
                     account_tx(counters, out, f);
                 }
@@ -322,16 +324,8 @@ impl Worker {
         let pc = &counters.ports[in_port];
         pc.rx_packets.add(n as u64);
         pc.rx_bytes.add(tally.rx_bytes);
-        for (r, &c) in tally.drops.iter().enumerate() {
-            if c != 0 {
-                counters.drops[r].add(c);
-            }
-        }
-        for (e, &c) in tally.events.iter().enumerate() {
-            if c != 0 {
-                counters.events[e].add(c);
-            }
-        }
+        tally.each_drop(|r, c| counters.drops[r].add(c));
+        tally.each_event(|e, c| counters.events[e].add(c));
     }
 
     /// Carries out a verdict other than `Tx` (answers, errors, hand-overs,

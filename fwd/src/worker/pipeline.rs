@@ -126,6 +126,9 @@ pub struct Scratch {
     pub(super) v6_idx: [u8; BURST],
     pub(super) v6_dst: [u128; BURST],
     pub(super) v6_out: [Resolved; BURST],
+    /// Set by every return of the fast path: the port that every packet of
+    /// the burst goes to (`Tx`) when the fast path forwarded them all to one.
+    pub(super) whole: Option<u16>,
 }
 
 impl Default for Scratch {
@@ -148,6 +151,7 @@ impl Default for Scratch {
             v6_idx: [0; BURST],
             v6_dst: [0; BURST],
             v6_out: [Resolved::NoRoute; BURST],
+            whole: None,
         }
     }
 }
@@ -166,7 +170,13 @@ pub struct Tally {
     pub events: [u64; Event::COUNT],
     /// Bytes received (all segments).
     pub rx_bytes: u64,
+    /// Which of `drops` / `events` are not zero (bit = index): the poll
+    /// loop adds those alone, not every count of a burst that has none.
+    dropped: u32,
+    evented: u32,
 }
+
+static_assertions::const_assert!(DropReason::COUNT <= 32 && Event::COUNT <= 32);
 
 impl Tally {
     /// Counts a hand-over to another thread: `sent`, or dropped as `full`
@@ -185,11 +195,34 @@ impl Tally {
     #[inline(always)]
     pub fn drop(&mut self, r: DropReason) {
         self.drops[r as usize] += 1;
+        self.dropped |= 1 << r as u32;
     }
 
     #[inline(always)]
     pub fn event(&mut self, e: Event) {
         self.events[e as usize] += 1;
+        self.evented |= 1 << e as u32;
+    }
+
+    /// The drop counts that are not zero, by [`DropReason`] index.
+    #[inline(always)]
+    pub fn each_drop(&self, f: impl FnMut(usize, u64)) {
+        each_set(self.dropped, &self.drops, f);
+    }
+
+    /// The event counts that are not zero, by [`Event`] index.
+    #[inline(always)]
+    pub fn each_event(&self, f: impl FnMut(usize, u64)) {
+        each_set(self.evented, &self.events, f);
+    }
+}
+
+#[inline(always)]
+fn each_set(mut bits: u32, counts: &[u64], mut f: impl FnMut(usize, u64)) {
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        f(i, counts[i]);
     }
 }
 
@@ -207,6 +240,8 @@ pub struct Pipeline<'a> {
 impl Pipeline<'_> {
     /// Runs every stage; `s.verdict[..n]` are final afterwards. The [fast
     /// path](super::fast) goes first and the stages see only what it left.
+    /// Returns the port every packet goes to when the fast path forwarded
+    /// the whole burst to one (the burst can go to the driver as it is).
     #[inline(always)]
     pub fn run<P: Packets>(
         &self,
@@ -215,13 +250,13 @@ impl Pipeline<'_> {
         tally: &mut Tally,
         rules: &mut CounterWriter,
         clock: impl FnOnce() -> Clock,
-    ) {
+    ) -> Option<u16> {
         let acl = !self.tables.acl.is_empty();
         let clock = if acl { clock() } else { Clock::default() };
         let todo = self.fast(pkts, s, tally, rules, clock);
         s.n_learned = 0;
         if todo == 0 {
-            return;
+            return s.whole;
         }
         self.parse(pkts, s, tally, todo);
         if acl {
@@ -229,6 +264,7 @@ impl Pipeline<'_> {
         }
         self.route(s, pkts.count());
         self.act(pkts, s, todo);
+        None
     }
 
     /// Stage 1 for the packets in `todo` (the others keep their verdict):
