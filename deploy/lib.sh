@@ -139,6 +139,21 @@ run_replay() {
     grep -o 'in: rx *[0-9.]* Mpps' "$out.out" | awk '{print $3}' | tail -n 2
 }
 
+# dpdk-testpmd in forward mode $1 on the replay recipe's vdevs and lcores
+# (net_pcap replaying $2 endlessly -> net_null, one forwarding core on CPU
+# 1) for $3 s with stats every $4 s, its output in $5. Prints port 0's Rx
+# rates of the last two periods (Mpps; the first includes start-up).
+run_testpmd() {
+    local mode="$1" pcap="$2" secs="$3" every="$4" out="$5"
+    timeout -s INT "$secs" dpdk-testpmd -l 0,1 --in-memory --no-pci --no-telemetry \
+        --file-prefix "tpmd$$" \
+        --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
+        -- --forward-mode="$mode" --auto-start --stats-period "$every" --nb-cores=1 \
+        --rxq=1 --txq=1 --burst=32 < /dev/null > "$out" 2>&1 || true
+    awk '/NIC statistics for port/ {p = ($6 == "0")} p && /Rx-pps:/ {print $2/1e6}' \
+        "$out" | tail -n 2
+}
+
 # Writes a daemon config with N /24 routes 10.1.x.0/24 and 10.2.x.0/24.. via
 # a neighbour on port `out`, replaying $1 (pcap) endlessly into port `in`.
 # $2 = output config path, $3 = number of routes, $4 = output device devargs,

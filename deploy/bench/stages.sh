@@ -12,7 +12,7 @@
 #   fwd       the real build: + next hop, checks, rewrite, counting
 #
 # The difference between neighbouring rows is that stage's cost in
-# nanoseconds a packet. testpmd io on the same ports is the floor. Builds go
+# nanoseconds a packet. testpmd io on the same ports and lcores is the floor. Builds go
 # rotated, ROUNDS rounds, 13 s runs, the last two 4 s intervals of each kept;
 # medians -> bench-results/stages.md (stages_loaded.md with LOADED=1).
 #
@@ -55,17 +55,6 @@ if [ "$LOADED" = 1 ]; then
     batch="$WORK/tables.batch"
 fi
 
-# testpmd io on the same vdevs and lcores: the floor.
-run_io() {
-    timeout -s INT 13 dpdk-testpmd -l 0,1 --in-memory --no-pci --no-telemetry \
-        --file-prefix "stg$$" \
-        --vdev "net_pcap0,rx_pcap=$WORK/flows.pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
-        -- --forward-mode=io --auto-start --stats-period 4 --nb-cores=1 \
-        --rxq=1 --txq=1 --burst=32 < /dev/null > "$WORK/io.out" 2>&1 || true
-    awk '/NIC statistics for port/ {p = ($6 == "0")} p && /Rx-pps:/ {print $2/1e6}' \
-        "$WORK/io.out" | tail -n 2 | tr '\n' ' '
-}
-
 rows="io $cuts fwd"
 read -r -a order <<< "$rows"
 n=${#order[@]}
@@ -75,7 +64,7 @@ for ((k = 0; k < ROUNDS; k++)); do
     for ((j = 0; j < n; j++)); do
         r=${order[$(((j + k) % n))]}
         if [ "$r" = io ]; then
-            got[$r]="${got[$r]:-} $(run_io)"
+            got[$r]="${got[$r]:-} $(run_testpmd io "$WORK/flows.pcap" 13 4 "$WORK/io.out" | tr '\n' ' ')"
         else
             got[$r]="${got[$r]:-} $(run_replay "$WORK/fwd-$r" "$WORK/fwd.yaml" "$WORK/run" 13 4 \
                 "$batch" "$WORK/fwd.sock" | tr '\n' ' ')"

@@ -78,19 +78,8 @@ if [ "$LOADED" = 1 ]; then
 fi
 
 # testpmd: same vdevs, same lcores, its own stats period.
-run_testpmd() {
-    local mode="$1"
-    timeout -s INT 33 dpdk-testpmd -l 0,1 --in-memory --no-pci --no-telemetry \
-        --file-prefix "tpmd$$" \
-        --vdev "net_pcap0,rx_pcap=$WORK/flows.pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
-        -- --forward-mode="$mode" --auto-start --stats-period 10 --nb-cores=1 \
-        --rxq=1 --txq=1 --burst=32 < /dev/null > "$WORK/tpmd-$mode.out" 2>&1 || true
-    # Port 0's Rx-pps lines, steady state only.
-    awk '/NIC statistics for port/ {p = ($6 == "0")} p && /Rx-pps:/ {print $2/1e6}' \
-        "$WORK/tpmd-$mode.out" | tail -n 2
-}
-macswap=$(run_testpmd macswap)
-io=$(run_testpmd io)
+macswap=$(run_testpmd macswap "$WORK/flows.pcap" 33 10 "$WORK/tpmd-macswap.out")
+io=$(run_testpmd io "$WORK/flows.pcap" 33 10 "$WORK/tpmd-io.out")
 # DPDK's l3fwd on the same traffic (deploy/bench/l3fwd.sh): LPM mode with the
 # same routes; with LOADED=1, ACL mode with the same routes and rule set.
 l3fwd=""
