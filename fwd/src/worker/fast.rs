@@ -111,9 +111,7 @@ impl Pipeline<'_> {
             }
         }
         if CUTOFF == Cutoff::Parse {
-            let listed = s.v4_idx[..n4].iter().chain(&s.v6_idx[..n6]);
-            let m = listed.fold(0, |m, &i| m | 1 << i);
-            return self.cut(s, m, rest);
+            return self.cut(s, listed(s, n4, n6), rest);
         }
         // The first match of each packet that goes on, by packet (None: no
         // match, or no rules).
@@ -134,9 +132,7 @@ impl Pipeline<'_> {
             n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, f6, &mut rule);
         }
         if CUTOFF == Cutoff::Classify {
-            let listed = s.v4_idx[..n4].iter().chain(&s.v6_idx[..n6]);
-            let m = listed.fold(0, |m, &i| m | 1 << i);
-            return self.cut(s, m, rest);
+            return self.cut(s, listed(s, n4, n6), rest);
         }
         let vrf = t.port_vrf(self.in_port);
         let parsed = &s.parsed;
@@ -241,6 +237,13 @@ impl Pipeline<'_> {
         }
         rest & !m
     }
+}
+
+/// The packets on the candidate lists (the first `n4` and `n6`), as a set.
+#[inline(always)]
+fn listed(s: &Scratch, n4: usize, n6: usize) -> Mask {
+    let idx = s.v4_idx[..n4].iter().chain(&s.v6_idx[..n6]);
+    idx.fold(0, |m, &i| m | 1 << i)
 }
 
 /// Where the fast path of a stage-cutoff build stops
