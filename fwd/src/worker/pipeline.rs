@@ -166,8 +166,11 @@ pub struct Clock {
 /// Per-burst counts the poll loop adds to the lcore's block once.
 #[derive(Default)]
 pub struct Tally {
-    pub drops: [u64; DropReason::COUNT],
-    pub events: [u64; Event::COUNT],
+    /// Written only by [`Tally::drop`] and [`Tally::event`], which keep
+    /// the bits below (outside the worker, read with [`Tally::each_drop`] /
+    /// [`Tally::each_event`]).
+    pub(super) drops: [u64; DropReason::COUNT],
+    pub(super) events: [u64; Event::COUNT],
     /// Bytes received (all segments).
     pub rx_bytes: u64,
     /// Which of `drops` / `events` are not zero (bit = index): the poll
