@@ -407,36 +407,42 @@ impl RefTable {
         self.base.get(id).wrapping_add_signed(d)
     }
 
-    /// Adds `delta` to the count of `id`.
+    /// Adds `delta` to the count of `id`. A count goes into the base at
+    /// once when it reaches zero (so that its page can go back to the
+    /// shared zero page) or when its change grows too large to keep here;
+    /// a new id that finds the list full takes the list along.
     #[inline]
     pub(crate) fn add(&mut self, id: u32, delta: i32) {
-        let (k, d) = match self.find(id) {
+        let found = self.find(id);
+        let d = match found {
+            Ok(k) => self.recent[k].1.wrapping_add(delta),
+            Err(_) => delta,
+        };
+        let to_base =
+            d.unsigned_abs() > 1 << 30 || (d < 0 && self.base.get(id).wrapping_add_signed(d) == 0);
+        match found {
+            Ok(k) if d != 0 && !to_base => self.recent[k].1 = d,
             Ok(k) => {
-                let d = self.recent[k].1.wrapping_add(delta);
                 self.recent.copy_within(k + 1..self.n, k);
                 self.n -= 1;
-                (k, d)
+                if d != 0 {
+                    make_mut(&mut self.base).add(id, d);
+                }
             }
-            Err(k) => (k, delta),
-        };
-        // Into the base at once: a count that reaches zero (so that its
-        // page can go back to the shared zero page), a change too large to
-        // keep here, or one that finds the list full (and takes the list
-        // along).
-        let zero = d < 0 && self.base.get(id).wrapping_add_signed(d) == 0;
-        if zero || d.unsigned_abs() > 1 << 30 {
-            make_mut(&mut self.base).add(id, d);
-        } else if d != 0 && self.n == RECENT {
-            let b = make_mut(&mut self.base);
-            for &(i, e) in &self.recent[..self.n] {
-                b.add(i, e);
+            Err(_) if to_base => make_mut(&mut self.base).add(id, d),
+            Err(_) if self.n == RECENT => {
+                let b = make_mut(&mut self.base);
+                for &(i, e) in &self.recent[..self.n] {
+                    b.add(i, e);
+                }
+                self.n = 0;
+                b.add(id, d);
             }
-            self.n = 0;
-            b.add(id, d);
-        } else if d != 0 {
-            self.recent.copy_within(k..self.n, k + 1);
-            self.recent[k] = (id, d);
-            self.n += 1;
+            Err(k) => {
+                self.recent.copy_within(k..self.n, k + 1);
+                self.recent[k] = (id, d);
+                self.n += 1;
+            }
         }
     }
 
