@@ -180,6 +180,18 @@ impl<const W: u32> Fib<W> {
 
     /// Sets the prefix `addr/len` to `v`, leaving the ranges of `children` (the
     /// maximal strict sub-prefixes of it present in the RIB, sorted) untouched.
+    /// Asks for the first-level page that a write at `addr` would copy, so
+    /// that its 64 lines stream in while the caller walks the RIB (a
+    /// one-change version spent ~17% of its time copying that page from
+    /// memory, `bench-results/route.md`).
+    #[inline]
+    pub(crate) fn prefetch_page(&self, addr: u128) {
+        let i = (addr >> Self::SHIFT0) as usize;
+        if i < self.tbl24.capacity() {
+            arch::prefetch_lines(&self.tbl24.page(i / PAGE)[..], PAGE * size_of::<u32>() / 64);
+        }
+    }
+
     pub(crate) fn apply_prefix(&mut self, addr: u128, len: u8, v: u32, children: &[(u128, u8)]) {
         debug_assert_eq!(v & EXT, 0);
         let hi = addr | Self::host_mask(len);
@@ -603,6 +615,26 @@ mod tests {
         assert_eq!(f.groups_capacity(), GROUPS_PER_DIR);
         let copy = f.clone();
         assert_eq!(f.mem(&mut HashSet::new()), copy.mem(&mut HashSet::new()));
+    }
+
+    /// The page prefetch takes any address of the family, at both ends,
+    /// on an empty and on a written table, and changes nothing.
+    #[test]
+    fn prefetch_page_takes_every_address() {
+        let mut f4 = Fib::<32>::new();
+        let mut f6 = Fib::<128>::new();
+        for _ in 0..2 {
+            for a in [0, 0x0a00_0000, u128::from(u32::MAX)] {
+                f4.prefetch_page(a);
+            }
+            for a in [0, 0x2001_0db8 << 96, u128::MAX] {
+                f6.prefetch_page(a);
+            }
+            f4.apply_prefix(0x0a00_0000, 24, 5, &[]);
+            f6.apply_prefix(0x2001_0db8 << 96, 48, 5, &[]);
+        }
+        assert_eq!((f4.lookup(0x0a00_0001), f4.lookup(0x0b00_0000)), (5, 0));
+        assert_eq!(f6.lookup((0x2001_0db8 << 96) | 1), 5);
     }
 
     #[test]

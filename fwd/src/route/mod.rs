@@ -467,6 +467,7 @@ impl<const W: u32> Family<W> {
         v: u32,
         kids: &mut Vec<(u128, u8)>,
     ) -> Option<Entry> {
+        self.fib.prefetch_page(a);
         let old = self.rib.insert_children(a, l, entry, kids);
         if old.map(|e| e.target) != Some(entry.target) {
             self.fib.apply_prefix(a, l, v, kids);
@@ -487,6 +488,7 @@ impl<const W: u32> Family<W> {
         // back to and its holes (none of which its removal changes), so the
         // removal walk is the only other one, and an absent or refused
         // prefix copies nothing.
+        self.fib.prefetch_page(a);
         let (old, cover) = self.rib.area_of_present(a, l, kids)?;
         if !pred(&old) {
             return None;
