@@ -365,10 +365,12 @@ impl Edit<'_> {
             return Ok(());
         };
         // The family its users have: the old gateway's, or, for an on-link
-        // next hop (no family of its own), that of the routes that use it
-        // directly or through a group (a scan, on this rare path only).
+        // next hop (no family of its own), that of the other members of
+        // its groups, or of the routes that use it directly or through a
+        // group (scans, on this rare path only).
         let users = match family(old) {
             Some(was) => Some(was),
+            None if self.in_group_of(id, !now) => Some(!now),
             None if self.used_by_routes_of(id, !now) => Some(!now),
             None => None,
         };
@@ -384,6 +386,17 @@ impl Edit<'_> {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// Whether next hop `id` is a member of a group with another member
+    /// of the family (`v4`): a group's members agree on one.
+    fn in_group_of(&self, id: NhId, v4: bool) -> bool {
+        let cur = self.routing.current();
+        cur.groups()
+            .filter(|(_, g)| g.members().iter().any(|&(m, _)| m == id))
+            .flat_map(|(_, g)| g.members())
+            .filter_map(|&(m, _)| cur.nexthop(m).and_then(family))
+            .any(|f| f == v4)
     }
 
     /// Whether a route of the family (`v4`) sends to next hop `id`, itself

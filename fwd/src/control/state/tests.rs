@@ -248,6 +248,16 @@ fn groups_and_routes_through_named_next_hops_keep_to_one_family() {
     w.ok("nexthop replace 4 via 10.0.0.7 dev p0");
     // Unused, it may take either.
     w.ok("nexthop add 5 dev p0\nnexthop replace 5 via 2001:db8::5 dev p0");
+    // In a group no route uses, the other members decide: 6 joined 5
+    // (IPv6) while on-link, so it may not become IPv4 (found by the
+    // saved-state property test: the saved group no longer loaded).
+    w.ok("nexthop add 6 dev p0\ngroup add 12 members 6 5");
+    w.refused(
+        "nexthop replace 6 via 10.0.0.6 dev p0",
+        ErrorKind::Invalid,
+        "of IPv6",
+    );
+    w.ok("nexthop replace 6 via 2001:db8::6 dev p0");
 }
 
 // Finding 9: addresses on two ports, and the operator's routes.
