@@ -178,8 +178,6 @@ impl<const W: u32> Fib<W> {
         e
     }
 
-    /// Sets the prefix `addr/len` to `v`, leaving the ranges of `children` (the
-    /// maximal strict sub-prefixes of it present in the RIB, sorted) untouched.
     /// Asks for the first-level page that a write at `addr` would copy, so
     /// that its 64 lines stream in while the caller walks the RIB (a
     /// one-change version spent ~17% of its time copying that page from
@@ -192,6 +190,8 @@ impl<const W: u32> Fib<W> {
         }
     }
 
+    /// Sets the prefix `addr/len` to `v`, leaving the ranges of `children` (the
+    /// maximal strict sub-prefixes of it present in the RIB, sorted) untouched.
     pub(crate) fn apply_prefix(&mut self, addr: u128, len: u8, v: u32, children: &[(u128, u8)]) {
         debug_assert_eq!(v & EXT, 0);
         let hi = addr | Self::host_mask(len);
