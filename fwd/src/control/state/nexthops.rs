@@ -392,22 +392,24 @@ impl Edit<'_> {
     /// of the family (`v4`): a group's members agree on one.
     fn in_group_of(&self, id: NhId, v4: bool) -> bool {
         let cur = self.routing.current();
-        cur.groups()
-            .filter(|(_, g)| g.members().iter().any(|&(m, _)| m == id))
+        self.groups_with(id)
             .flat_map(|(_, g)| g.members())
             .filter_map(|&(m, _)| cur.nexthop(m).and_then(family))
             .any(|f| f == v4)
+    }
+
+    /// The groups next hop `id` is a member of.
+    fn groups_with(&self, id: NhId) -> impl Iterator<Item = (GroupId, &route::Group)> + '_ {
+        let cur = self.routing.current();
+        cur.groups()
+            .filter(move |(_, g)| g.members().iter().any(|&(m, _)| m == id))
     }
 
     /// Whether a route of the family (`v4`) sends to next hop `id`, itself
     /// or as a member of a group.
     fn used_by_routes_of(&self, id: NhId, v4: bool) -> bool {
         let cur = self.routing.current();
-        let groups: Vec<GroupId> = cur
-            .groups()
-            .filter(|(_, g)| g.members().iter().any(|&(m, _)| m == id))
-            .map(|(g, _)| g)
-            .collect();
+        let groups: Vec<GroupId> = self.groups_with(id).map(|(g, _)| g).collect();
         let hits = |t: Target| match t {
             Target::NextHop(n) => n == id,
             Target::Group(g) => groups.contains(&g),
