@@ -13,7 +13,8 @@
 #   deploy/bench/ab.sh /tmp/base/target/release/fwd "HEAD~1"
 #
 # Honours CARGO_TARGET_DIR (this build's binaries are looked for there);
-# AB_OUT=FILE writes the report elsewhere than bench-results/ab.md.
+# AB_OUT=FILE writes the report elsewhere than bench-results/ab.md;
+# FAMILY=6 runs throughput.sh's IPv6 recipe (1000 /64 routes) instead.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -22,13 +23,19 @@ LABEL="${2:-$BASE}"
 ROUNDS="${3:-6}"
 OUT="${AB_OUT:-$ROOT/bench-results/ab.md}"
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+FAMILY="${FAMILY:-4}"
+case "$FAMILY" in
+    4) flows_opt="" what="plain IPv4 forwarding" routes="/24" env="" ;;
+    6) flows_opt="--v6" what="plain IPv6 forwarding" routes="/64" env="FAMILY=6 " ;;
+    *) echo "$0: FAMILY must be 4 or 6" >&2; exit 1 ;;
+esac
 
 "$ROOT/deploy/setup.sh" --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-"$BIN/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true
+"$BIN/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 $flows_opt
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true "$FAMILY"
 
 run() {
     { timeout -s INT 13 "$1" "$WORK/fwd.yaml" --stats-interval 4 2> /dev/null || true; } |
@@ -44,13 +51,13 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {if (NR%2) print
 mn=$(echo "$new" | median)
 mo=$(echo "$old" | median)
 {
-    echo "# A/B: this build vs $LABEL, plain IPv4 forwarding, one worker"
+    echo "# A/B: this build vs $LABEL, $what, one worker"
     echo
-    echo "- command: \`deploy/bench/ab.sh $BASE \"$LABEL\" $ROUNDS\`${AB_OUT:+ (AB_OUT=$AB_OUT)}"
+    echo "- command: \`${env}deploy/bench/ab.sh $BASE \"$LABEL\" $ROUNDS\`${AB_OUT:+ (AB_OUT=$AB_OUT)}"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
     echo "- recipe: deploy/bench/throughput.sh's (hugepages, net_pcap replay of 4096 64-byte"
-    echo "  flows to 1000 /24 routes -> one worker -> net_null), $ROUNDS interleaved rounds"
+    echo "  flows to 1000 $routes routes -> one worker -> net_null), $ROUNDS interleaved rounds"
     echo
     echo "| build | Mpps samples | median Mpps |"
     echo "|---|---|---|"

@@ -19,15 +19,27 @@
 #   deploy/bench/stages.sh [ROUNDS]    (default 3)
 #
 # LOADED=1: with the full IPv4 view of $FWD_DATA and ClassBench acl1_10k
-# loaded, as throughput.sh's LOADED=1. The cutoff builds share one target
-# directory, target/stages (the first run builds its dependencies).
+# loaded, as throughput.sh's LOADED=1. FAMILY=6: throughput.sh's IPv6 recipe
+# (1000 /64 routes; not with LOADED=1) -> bench-results/stages_v6.md. The
+# cutoff builds share one target directory, target/stages (the first run
+# builds its dependencies).
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
 ROUNDS="${1:-3}"
 LOADED="${LOADED:-0}"
+FAMILY="${FAMILY:-4}"
 OUT="$ROOT/bench-results/stages.md"
 cuts="rx parse lookup"
+case "$FAMILY" in
+    4) flows_opt="" ;;
+    6) flows_opt="--v6" OUT="$ROOT/bench-results/stages_v6.md" ;;
+    *) echo "$0: FAMILY must be 4 or 6" >&2; exit 1 ;;
+esac
+if [ "$FAMILY" = 6 ] && [ "$LOADED" = 1 ]; then
+    echo "$0: LOADED=1 is IPv4 only" >&2
+    exit 1
+fi
 if [ "$LOADED" = 1 ]; then
     find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
     ACL_SET="$FWD_DATA/classbench/lyxocs/acl1_10k"
@@ -46,8 +58,8 @@ for c in $cuts; do
 done
 cp "$ROOT/target/release/fwd" "$WORK/fwd-fwd"
 
-"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true
+"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 $flows_opt
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true "$FAMILY"
 batch=""
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
@@ -86,19 +98,28 @@ label() {
 {
     if [ "$LOADED" = 1 ]; then
         echo "# Stage costs in the loop: IPv4 forwarding with the full view and a 10k ACL"
+    elif [ "$FAMILY" = 6 ]; then
+        echo "# Stage costs in the loop: plain IPv6 forwarding"
     else
         echo "# Stage costs in the loop: plain IPv4 forwarding"
     fi
     echo
     if [ "$LOADED" = 1 ]; then
         echo "- command: \`FWD_DATA=<corpora> LOADED=1 deploy/bench/stages.sh $ROUNDS\`"
+    elif [ "$FAMILY" = 6 ]; then
+        echo "- command: \`FAMILY=6 deploy/bench/stages.sh $ROUNDS\`"
     else
         echo "- command: \`deploy/bench/stages.sh $ROUNDS\`"
     fi
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
-    echo "- recipe: throughput.sh's (net_pcap replay of 4096 64-byte UDP flows to 1000 /24"
-    echo "  routes -> one worker -> net_null); $ROUNDS rotated rounds of 13 s runs, the last"
+    if [ "$FAMILY" = 6 ]; then
+        echo "- recipe: throughput.sh's FAMILY=6 (net_pcap replay of 4096 64-byte UDP/IPv6 flows"
+        echo "  to 1000 /64 routes -> one worker -> net_null); $ROUNDS rotated rounds of 13 s runs, the last"
+    else
+        echo "- recipe: throughput.sh's (net_pcap replay of 4096 64-byte UDP flows to 1000 /24"
+        echo "  routes -> one worker -> net_null); $ROUNDS rotated rounds of 13 s runs, the last"
+    fi
     echo "  two 4 s intervals of each"
     echo
     echo "| build | Mpps samples | median Mpps | ns/packet | this stage, ns/packet |"

@@ -3,7 +3,8 @@
 //! wire with the FCS), plus variants (parse only, + flow hash, + software IPv4
 //! checksum check, a mixed v4/v6/VLAN/TCP burst, stage-wise over a `[Parsed; 32]`),
 //! the common-case recognisers (`parse_plain_v4`, `parse_plain_v6`), and the worker's whole fast path
-//! (`Pipeline::fast`: recognise, one batched lookup in a 1000-route table, rewrite)
+//! (`Pipeline::fast`: recognise, one batched lookup in a 1000-route table, rewrite;
+//! IPv4 and IPv6)
 //! over plain byte frames.
 //!
 //! Usage: `bench_pkt [BLOCKS]` (default 2000); `BENCH_PKT_ONLY=<text>` runs
@@ -270,15 +271,17 @@ fn main() {
         }
         n
     });
-    let tables = fast_path::tables();
-    let routed = fast_path::burst();
-    let mut scratch = Scratch::default();
-    let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
-    run(
-        "worker fast path (udp4, 1000 routes)",
-        &routed,
-        blocks,
-        |b| {
+    for v6 in [false, true] {
+        let tables = fast_path::tables(v6);
+        let routed = fast_path::burst(v6);
+        let mut scratch = Scratch::default();
+        let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
+        let name = if v6 {
+            "worker fast path (udp6, 1000 /64 routes)"
+        } else {
+            "worker fast path (udp4, 1000 routes)"
+        };
+        run(name, &routed, blocks, |b| {
             let mut frames = fast_path::Frames(b);
             let mut tally = Tally::default();
             let pipe = Pipeline {
@@ -296,12 +299,13 @@ fn main() {
             );
             assert_eq!(rest, 0, "every packet takes the fast path");
             tally.rx_bytes
-        },
-    );
+        });
+    }
 }
 
 /// The worker's fast path over plain frames: two ports, a resolved
-/// gateway on the second, 1000 /24 routes via it (the throughput recipe's).
+/// gateway on the second, 1000 routes via it (the throughput recipe's:
+/// /24s for IPv4, `deploy/bench/throughput.sh`'s FAMILY=6 /64s for IPv6).
 mod fast_path {
     use super::*;
     use ctl::wire::{self, Change, RouteTarget};
@@ -329,39 +333,53 @@ mod fast_path {
         }
     }
 
-    pub fn tables() -> Tables {
+    /// The i-th IPv6 route of the recipe: what `fwd-flows --v6 --dst
+    /// 10.1.0.1` draws its destinations from (`deploy/lib.sh`).
+    fn net6(i: u32) -> u128 {
+        0xfd01_0000_0000_0000_0000_0000_0000_0000 | u128::from(0x0a01_0001 + i) << 64
+    }
+
+    pub fn tables(v6: bool) -> Tables {
         let mut acl = fwd::acl::ClassifierWriter::new(fwd::acl::Config::default());
         let ports = vec![
             PortInfo::new("in", SMAC, 0),
             PortInfo::new("out", [2, 0, 0, 0, 9, 1], 0),
         ];
         let base = Tables::empty(ports, acl.current().clone());
+        let (a_in, a_out, gw) = if v6 {
+            ("fd00::ffff:fffe/64", "fd09::1/64", "fd09::2")
+        } else {
+            ("10.0.0.254/16", "10.9.0.1/24", "10.9.0.2")
+        };
+        let gw: IpAddr = gw.parse().unwrap_or_else(|_| unreachable!());
         let mut changes = vec![
             Change::AddressAdd(wire::Address {
-                addr: "10.0.0.254/16".parse().unwrap_or_else(|_| unreachable!()),
+                addr: a_in.parse().unwrap_or_else(|_| unreachable!()),
                 dev: "in".into(),
             }),
             Change::AddressAdd(wire::Address {
-                addr: "10.9.0.1/24".parse().unwrap_or_else(|_| unreachable!()),
+                addr: a_out.parse().unwrap_or_else(|_| unreachable!()),
                 dev: "out".into(),
             }),
             Change::NeighAdd(wire::Neigh {
-                addr: IpAddr::V4(Ipv4Addr::new(10, 9, 0, 2)),
+                addr: gw,
                 lladdr: wire::Mac(DMAC),
                 dev: "out".into(),
             }),
         ];
         for i in 0..1000u32 {
-            let net = Ipv4Addr::from(0x0a01_0000 + (i << 8));
+            let prefix = if v6 {
+                format!("{}/64", Ipv6Addr::from(net6(i)))
+            } else {
+                format!("{}/24", Ipv4Addr::from(0x0a01_0000 + (i << 8)))
+            };
             changes.push(Change::RouteAdd(wire::Route {
                 linkdown: false,
                 proto: None,
-                prefix: format!("{net}/24")
-                    .parse()
-                    .unwrap_or_else(|_| unreachable!()),
+                prefix: prefix.parse().unwrap_or_else(|_| unreachable!()),
                 table: 0,
                 target: RouteTarget::Gateway {
-                    via: Some(IpAddr::V4(Ipv4Addr::new(10, 9, 0, 2))),
+                    via: Some(gw),
                     dev: Some("out".into()),
                 },
             }));
@@ -373,7 +391,7 @@ mod fast_path {
     }
 
     /// 32 UDP frames from the in port's subnet to 32 of the routes.
-    pub fn burst() -> Vec<Vec<u8>> {
+    pub fn burst(v6: bool) -> Vec<Vec<u8>> {
         let spec = build::FrameSpec {
             ttl: 255,
             dst_mac: SMAC,
@@ -381,14 +399,17 @@ mod fast_path {
         };
         (0..BURST as u32)
             .map(|i| {
-                build::udp4(
-                    &spec,
-                    Ipv4Addr::new(10, 0, 0, 1 + i as u8),
-                    Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8)),
-                    1024 + i as u16,
-                    80,
-                    &[0; 18],
-                )
+                let (sport, payload) = (1024 + i as u16, &[0; 18]);
+                if v6 {
+                    let src =
+                        Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
+                    let dst = Ipv6Addr::from(net6(i * 31) | 1);
+                    build::udp6(&spec, src, dst, sport, 80, payload)
+                } else {
+                    let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
+                    let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
+                    build::udp4(&spec, src, dst, sport, 80, payload)
+                }
             })
             .collect()
     }
