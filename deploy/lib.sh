@@ -154,6 +154,22 @@ run_testpmd() {
         "$out" | tail -n 2
 }
 
+# The replay recipe's address family, from $FAMILY (4, the default, or 6):
+# sets FAMILY and flows_opt (fwd-flows' option for it); exits on anything
+# else, and on FAMILY=6 with LOADED=1 (the loaded recipe is IPv4 only).
+replay_family() {
+    FAMILY="${FAMILY:-4}"
+    case "$FAMILY" in
+        4) flows_opt="" ;;
+        6) flows_opt="--v6" ;;
+        *) echo "$0: FAMILY must be 4 or 6" >&2; exit 1 ;;
+    esac
+    if [ "$FAMILY" = 6 ] && [ "${LOADED:-0}" = 1 ]; then
+        echo "$0: LOADED=1 is IPv4 only" >&2
+        exit 1
+    fi
+}
+
 # Writes a daemon config with N /24 routes 10.1.x.0/24 and 10.2.x.0/24.. via
 # a neighbour on port `out`, replaying $1 (pcap) endlessly into port `in`.
 # $2 = output config path, $3 = number of routes, $4 = output device devargs,

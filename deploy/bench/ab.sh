@@ -23,12 +23,11 @@ LABEL="${2:-$BASE}"
 ROUNDS="${3:-6}"
 OUT="${AB_OUT:-$ROOT/bench-results/ab.md}"
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
-FAMILY="${FAMILY:-4}"
-case "$FAMILY" in
-    4) flows_opt="" what="plain IPv4 forwarding" routes="/24" env="" ;;
-    6) flows_opt="--v6" what="plain IPv6 forwarding" routes="/64" env="FAMILY=6 " ;;
-    *) echo "$0: FAMILY must be 4 or 6" >&2; exit 1 ;;
-esac
+replay_family
+what="plain IPv4 forwarding" routes="/24" env=""
+if [ "$FAMILY" = 6 ]; then
+    what="plain IPv6 forwarding" routes="/64" env="FAMILY=6 "
+fi
 
 "$ROOT/deploy/setup.sh" --hugepages 512
 build_release

@@ -28,18 +28,10 @@ source "$(dirname "$0")/../lib.sh"
 need_root
 ROUNDS="${1:-3}"
 LOADED="${LOADED:-0}"
-FAMILY="${FAMILY:-4}"
+replay_family
 OUT="$ROOT/bench-results/stages.md"
+[ "$FAMILY" = 6 ] && OUT="$ROOT/bench-results/stages_v6.md"
 cuts="rx parse lookup"
-case "$FAMILY" in
-    4) flows_opt="" ;;
-    6) flows_opt="--v6" OUT="$ROOT/bench-results/stages_v6.md" ;;
-    *) echo "$0: FAMILY must be 4 or 6" >&2; exit 1 ;;
-esac
-if [ "$FAMILY" = 6 ] && [ "$LOADED" = 1 ]; then
-    echo "$0: LOADED=1 is IPv4 only" >&2
-    exit 1
-fi
 if [ "$LOADED" = 1 ]; then
     find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
     ACL_SET="$FWD_DATA/classbench/lyxocs/acl1_10k"

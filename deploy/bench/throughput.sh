@@ -27,17 +27,9 @@ source "$(dirname "$0")/../lib.sh"
 need_root
 ROUTES="${1:-1000}"
 LOADED="${LOADED:-0}"
-FAMILY="${FAMILY:-4}"
+replay_family
 OUT="$ROOT/bench-results/throughput.md"
-case "$FAMILY" in
-    4) flows_opt="" ;;
-    6) flows_opt="--v6" OUT="$ROOT/bench-results/throughput_v6.md" ;;
-    *) echo "$0: FAMILY must be 4 or 6" >&2; exit 1 ;;
-esac
-if [ "$FAMILY" = 6 ] && [ "$LOADED" = 1 ]; then
-    echo "$0: LOADED=1 is IPv4 only" >&2
-    exit 1
-fi
+[ "$FAMILY" = 6 ] && OUT="$ROOT/bench-results/throughput_v6.md"
 if [ "$LOADED" = 1 ]; then
     find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
     # The rule set of the loaded recipe, for the daemon and for l3fwd.
