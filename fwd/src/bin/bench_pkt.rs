@@ -290,14 +290,14 @@ fn main() {
                 reject: pkt::IcmpError::NetUnreachable,
                 host: false,
             };
-            let rest = pipe.fast(
+            let left = pipe.fast(
                 &mut frames,
                 &mut scratch,
                 &mut tally,
                 &mut writers[0],
                 Clock::default(),
             );
-            assert_eq!(rest, 0, "every packet takes the fast path");
+            assert_eq!(left.rest, 0, "every packet takes the fast path");
             tally.rx_bytes
         });
     }

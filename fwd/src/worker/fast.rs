@@ -46,6 +46,17 @@ pub type Mask = u32;
 
 static_assertions::const_assert!(BURST <= Mask::BITS as usize);
 
+/// What the fast path leaves of a burst.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Left {
+    /// The packets for the general stages.
+    pub rest: Mask,
+    /// The port every packet of the burst goes to (`Tx`), when the fast
+    /// path forwarded them all to one: the burst can go to the driver as
+    /// it is.
+    pub whole: Option<u16>,
+}
+
 /// The first `n` packets.
 #[inline(always)]
 pub fn first(n: usize) -> Mask {
@@ -58,8 +69,8 @@ pub fn first(n: usize) -> Mask {
 
 impl Pipeline<'_> {
     /// Forwards what it can of the burst (`s.verdict[i] = Tx(port)`, frame
-    /// rewritten, received bytes and rule hits counted) and returns the
-    /// packets left for the general stages.
+    /// rewritten, received bytes and rule hits counted) and returns what
+    /// it left for the general stages.
     #[inline(always)]
     pub fn fast<P: Packets>(
         &self,
@@ -68,13 +79,12 @@ impl Pipeline<'_> {
         tally: &mut Tally,
         rc: &mut CounterWriter,
         clock: Clock,
-    ) -> Mask {
+    ) -> Left {
         let n = pkts.count();
         let t = self.tables;
         let mut rest = first(n);
-        s.whole = None;
         if !t.port(self.in_port).is_some_and(|p| p.is_up()) {
-            return rest;
+            return Left { rest, whole: None };
         }
         // Every frame's first line is asked for before the first is read,
         // so that their loads overlap (l3fwd prefetches the first few
@@ -215,27 +225,27 @@ impl Pipeline<'_> {
             }
         }
         run.flush(rc, clock.tick_ms);
-        if rest == 0 && !mixed {
-            s.whole = to;
+        Left {
+            rest,
+            whole: if rest == 0 && !mixed { to } else { None },
         }
-        rest
     }
 
     /// A stage-cutoff build's end of the fast path: the packets of `m`
     /// (a subset of `rest`) go to port `in_port ^ 1` unchanged; the rest
     /// of `rest` is left to the general stages.
     #[inline(always)]
-    fn cut(&self, s: &mut Scratch, m: Mask, rest: Mask) -> Mask {
+    fn cut(&self, s: &mut Scratch, m: Mask, rest: Mask) -> Left {
         let port = (self.in_port ^ 1) as u16;
         let mut left = m;
         while left != 0 {
             s.verdict[left.trailing_zeros() as usize] = Verdict::Tx(port);
             left &= left - 1;
         }
-        if rest & !m == 0 && m != 0 {
-            s.whole = Some(port);
+        Left {
+            rest: rest & !m,
+            whole: (rest & !m == 0 && m != 0).then_some(port),
         }
-        rest & !m
     }
 }
 

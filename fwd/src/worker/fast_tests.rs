@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use super::super::pipeline::tests::{from_host, pipe, prio_rule, tables, Frames, GW_MAC, MAC_B};
 use super::super::pipeline::{Clock, Scratch, Tally, Verdict};
-use super::first;
+use super::{first, Left};
 use crate::acl;
 use crate::pkt::build::{self, Ext6, FrameSpec, VlanTag};
 use crate::tables::Tables;
@@ -94,8 +94,14 @@ fn plain_routed_traffic_is_all_taken_by_the_fast_path() {
     let mut s = Scratch::default();
     let mut tally = Tally::default();
     let (_, mut w) = acl::CounterSet::new(1, 16);
-    let fast = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
-    assert_eq!(fast, 0);
+    let left = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+    assert_eq!(
+        left,
+        Left {
+            rest: 0,
+            whole: Some(1)
+        }
+    );
     for (i, fr) in f.f.iter().enumerate() {
         assert_eq!(s.verdict[i], Verdict::Tx(1));
         assert_eq!(fr[..6], GW_MAC);
@@ -124,7 +130,9 @@ fn plain_ipv6_to_a_resolved_gateway_is_taken_too() {
     let mut s = Scratch::default();
     let mut tally = Tally::default();
     let (_, mut w) = acl::CounterSet::new(1, 16);
-    let rest = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+    let rest = pipe(&t)
+        .fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default())
+        .rest;
     assert_eq!(rest, 0b100, "link-local is left to the general stages");
     for fr in &f.f[..2] {
         assert_eq!(fr[..6], GW_MAC);
@@ -161,7 +169,9 @@ fn everything_else_is_left_to_the_general_stages() {
     let mut s = Scratch::default();
     let mut tally = Tally::default();
     let (_, mut w) = acl::CounterSet::new(1, 16);
-    let rest = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+    let rest = pipe(&t)
+        .fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default())
+        .rest;
     assert_eq!(rest, first(9));
     assert_eq!(s.verdict[9], Verdict::Tx(1));
 }
@@ -380,10 +390,8 @@ fn a_burst_forwarded_whole_names_its_port() {
             .collect();
         Frames::new(frames)
     };
-    // A scratch that said "whole" for the burst before.
     let run = |f: &mut Frames| {
         let (mut s, mut tally) = (Scratch::default(), Tally::default());
-        s.whole = Some(1);
         let (_, mut w) = acl::CounterSet::new(1, 16);
         let whole = pipe(&t).run(f, &mut s, &mut tally, &mut w[0], Clock::default);
         (whole, s)

@@ -126,9 +126,6 @@ pub struct Scratch {
     pub(super) v6_idx: [u8; BURST],
     pub(super) v6_dst: [u128; BURST],
     pub(super) v6_out: [Resolved; BURST],
-    /// Set by every return of the fast path: the port that every packet of
-    /// the burst goes to (`Tx`) when the fast path forwarded them all to one.
-    pub(super) whole: Option<u16>,
 }
 
 impl Default for Scratch {
@@ -151,7 +148,6 @@ impl Default for Scratch {
             v6_idx: [0; BURST],
             v6_dst: [0; BURST],
             v6_out: [Resolved::NoRoute; BURST],
-            whole: None,
         }
     }
 }
@@ -256,10 +252,11 @@ impl Pipeline<'_> {
     ) -> Option<u16> {
         let acl = !self.tables.acl.is_empty();
         let clock = if acl { clock() } else { Clock::default() };
-        let todo = self.fast(pkts, s, tally, rules, clock);
+        let left = self.fast(pkts, s, tally, rules, clock);
         s.n_learned = 0;
+        let todo = left.rest;
         if todo == 0 {
-            return s.whole;
+            return left.whole;
         }
         self.parse(pkts, s, tally, todo);
         if acl {
