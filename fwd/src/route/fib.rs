@@ -719,11 +719,10 @@ mod tests {
         for i in 0..n {
             f.apply_prefix(p48(i), 48, i as u32 + 1, &[]);
         }
-        // /64s under /48 0 (values 100_000 + j), holes in it.
+        // /64 `j` under /48 0 (value 100_000 + j).
         let p64 = |j: u128| p48(0) | (j << 64);
-        let holes: Vec<(u128, u8)> = (0..300).map(|j| (p64(j), 64)).collect();
-        for &(a, _) in &holes {
-            f.apply_prefix(a, 64, 100_000 + (a >> 64) as u32 % 65_536, &[]);
+        for j in 0..300 {
+            f.apply_prefix(p64(j), 64, 100_000 + j as u32, &[]);
         }
         f.trim();
         assert!(f.groups_used() > GROUPS_PER_DIR);
@@ -731,7 +730,7 @@ mod tests {
             if a >> 112 != 0x2001 || (a >> 104) & 0xff != 0 {
                 0
             } else if a >> 80 == p48(0) >> 80 && (a >> 64) & 0xffff < 300 {
-                100_000 + (a >> 64) as u32 % 65_536
+                100_000 + ((a >> 64) & 0xffff) as u32
             } else if (a >> 88) & 0xffff < n {
                 (a >> 88) as u32 % 65_536 + 1
             } else {
@@ -744,7 +743,7 @@ mod tests {
             // Scattered over the whole pool.
             (0..64).map(|k| p48((k * 977) % n) | 1).collect(),
             // Both, and lanes that stop at the first level (outside the
-            // /24) or in the 32-40 group (no /48 there).
+            // /24) or on the way down (no /48 there).
             (0..64u128)
                 .map(|k| match k % 4 {
                     0 => p64(k) | 9,
