@@ -531,10 +531,6 @@ impl Fib<128> {
             return;
         }
         let pool = &self.pool.tbl;
-        // Branch-free per packet where it matters: which packets still
-        // descend is data-dependent and unpredictable, and a mispredicted
-        // branch would squash the loads in flight. A packet that has
-        // finished reloads pool entry 0 (a hot line) and keeps its value.
         let n = out.len();
         assert!(n <= BURST_MAX);
         // The address bits below the first level as two words: the levels
@@ -553,7 +549,11 @@ impl Fib<128> {
             } else {
                 (&lo, shift)
             };
-            // This level's entry of every lane (a finished lane's: entry 0).
+            // This level's entry of every lane, branch-free: which lanes
+            // still descend is data-dependent and unpredictable, and a
+            // mispredicted branch would squash the loads in flight. A lane
+            // that has finished reloads pool entry 0 (a hot line) and keeps
+            // its value.
             let mut idx = [0usize; BURST_MAX];
             for k in 0..n {
                 let e = out[k];
@@ -571,7 +571,7 @@ impl Fib<128> {
                 c + usize::from(idx[k] / PAGE == idx[k - 1] / PAGE)
             });
             if 2 * same >= n {
-                let mut memo = (usize::MAX, pool.page(0));
+                let mut memo = (idx[0] / PAGE, pool.page(idx[0] / PAGE));
                 for k in 0..n {
                     let i = idx[k];
                     if i / PAGE != memo.0 {
@@ -732,7 +732,7 @@ mod tests {
             } else if a >> 80 == p48(0) >> 80 && (a >> 64) & 0xffff < 300 {
                 100_000 + ((a >> 64) & 0xffff) as u32
             } else if (a >> 88) & 0xffff < n {
-                (a >> 88) as u32 % 65_536 + 1
+                ((a >> 88) & 0xffff) as u32 + 1
             } else {
                 0
             }
