@@ -4,12 +4,15 @@
 //! `unsafe` is allowed, fenced like them: every function here is safe to
 //! call. On a target without the instructions, a hint does nothing and a
 //! computation runs its scalar form, which the tests hold the SIMD form to.
-//! SSE2, which every x86_64 CPU has, is the baseline. One computation has an
-//! AVX-512 form, chosen at run time: [`dispatch`] runs a burst's work
-//! compiled for AVX-512F when the CPU has it and the process allows it
-//! (an [`Avx512`] token proves both; the daemon allows it as DPDK does its
-//! own AVX-512 paths, [`allow_avx512`]), and for SSE2 ([`Sse2`]) otherwise;
-//! the [`Simd`] trait is what that work calls.
+//! SSE2, which every x86_64 CPU has, is the baseline. A burst's work can
+//! also run compiled for a wider instruction set, chosen at run time:
+//! [`dispatch`] runs it in a copy compiled for AVX-512F when the CPU has it
+//! and the process allows 512-bit vectors, in one compiled for AVX2 and its
+//! generation's scalar instructions (BMI1/2, LZCNT, POPCNT: the x86-64-v3
+//! level) when the CPU has those and the process allows 256-bit vectors,
+//! and for SSE2 otherwise. A token ([`Avx512`], [`Avx2`], [`Sse2`]) proves
+//! the choice, and the [`Simd`] trait is what that work calls. The daemon
+//! allows what DPDK allows its own vector paths ([`allow_simd_bits`]).
 
 #![allow(unsafe_code)]
 
@@ -78,35 +81,52 @@ impl Simd for Sse2 {
     }
 }
 
-/// Whether [`Avx512::detect`] may hand out its token (see [`allow_avx512`]).
-static AVX512_ALLOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+/// The widest vectors, in bits, the process allows [`dispatch`] (512 unless
+/// said otherwise, see [`allow_simd_bits`]).
+static SIMD_BITS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(512);
 
-/// Allows or forbids the AVX-512 forms for the whole process (allowed
-/// unless said otherwise). The daemon follows DPDK's max SIMD bitwidth
-/// (256 on x86 unless the EAL's `--force-max-simd-bitwidth=512`): on some
-/// Intel CPUs 512-bit instructions lower the core's clock for everything
-/// else the worker runs, which is why DPDK keeps its own AVX-512 paths off
-/// by default.
-pub fn allow_avx512(yes: bool) {
-    AVX512_ALLOWED.store(yes, std::sync::atomic::Ordering::Relaxed);
+/// Allows vectors up to `bits` wide for the whole process: 512 allows
+/// [`Avx512`] and [`Avx2`], 256 [`Avx2`], less only [`Sse2`]. The daemon
+/// follows DPDK's max SIMD bitwidth (256 on x86 unless the EAL's
+/// `--force-max-simd-bitwidth=512`): on some Intel CPUs 512-bit
+/// instructions lower the core's clock for everything else the worker
+/// runs, which is why DPDK keeps its own AVX-512 paths off by default.
+pub fn allow_simd_bits(bits: u32) {
+    SIMD_BITS.store(bits, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Proof that the CPU has AVX-512F and the process allows it: made only by
-/// [`Avx512::detect`].
+/// Whether the process allows `bits`-wide vectors.
+#[inline(always)]
+fn allowed(bits: u32) -> bool {
+    SIMD_BITS.load(std::sync::atomic::Ordering::Relaxed) >= bits
+}
+
+/// Whether the CPU has the x86-64-v3 instructions the [`Avx2`] copy is
+/// compiled for (std caches the CPUID answer).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn has_v3() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("bmi2")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+        && std::arch::is_x86_feature_detected!("popcnt")
+}
+
+/// Proof that the CPU has AVX-512F (and the x86-64-v3 instructions) and
+/// the process allows 512-bit vectors: made only by [`Avx512::detect`].
 /// With it a node's 16 thresholds are one 64-byte load and one compare
 /// into a mask register.
 #[derive(Clone, Copy, Debug)]
 pub struct Avx512(());
 
 impl Avx512 {
-    /// The token, if this CPU has AVX-512F and [`allow_avx512`] has not
-    /// forbidden it (std caches the CPUID answer: two loads per call).
+    /// The token, if this CPU has AVX-512F and the x86-64-v3 instructions
+    /// and [`allow_simd_bits`] allows 512 bits.
     #[inline(always)]
     pub fn detect() -> Option<Avx512> {
         #[cfg(target_arch = "x86_64")]
-        if AVX512_ALLOWED.load(std::sync::atomic::Ordering::Relaxed)
-            && std::arch::is_x86_feature_detected!("avx512f")
-        {
+        if allowed(512) && std::arch::is_x86_feature_detected!("avx512f") && has_v3() {
             return Some(Avx512(()));
         }
         None
@@ -123,6 +143,62 @@ impl Simd for Avx512 {
         }
         #[cfg(not(target_arch = "x86_64"))]
         lt_mask_scalar(words, v)
+    }
+}
+
+/// Proof that the CPU has AVX2 with BMI1, BMI2, LZCNT and POPCNT (the
+/// x86-64-v3 level) and the process allows 256-bit vectors: made only by
+/// [`Avx2::detect`]. With it a node's 16 thresholds are two 32-byte loads
+/// and compares, and the code around them has three-operand shifts
+/// (`shrx`) instead of shifts through `cl`.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx2(());
+
+impl Avx2 {
+    /// The token, if this CPU has the x86-64-v3 instructions and
+    /// [`allow_simd_bits`] allows 256 bits.
+    #[inline(always)]
+    pub fn detect() -> Option<Avx2> {
+        #[cfg(target_arch = "x86_64")]
+        if allowed(256) && has_v3() {
+            return Some(Avx2(()));
+        }
+        None
+    }
+}
+
+impl Simd for Avx2 {
+    #[inline(always)]
+    fn lt_mask16(self, words: &[u32; 16], v: i32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Avx2` exists only where `detect` saw AVX2.
+        unsafe {
+            lt_mask16_avx2(words, v)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        lt_mask_scalar(words, v)
+    }
+}
+
+/// [`lt_mask16`] in AVX2: two 8-word compares, a sign-bit mask of each.
+/// Inlined only into code compiled for AVX2, which [`dispatch`] makes:
+/// elsewhere it is a call.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn lt_mask16_avx2(words: &[u32; 16], v: i32) -> u32 {
+    use core::arch::x86_64::*;
+    // SAFETY: the two unaligned 32-byte loads read `words[0..8]` and
+    // `[8..16]`: inside the 64-byte array `words` borrows. AVX2 is enabled
+    // for this function.
+    unsafe {
+        let p = words.as_ptr().cast::<__m256i>();
+        let vv = _mm256_set1_epi32(v);
+        let a = _mm256_cmpgt_epi32(vv, _mm256_loadu_si256(p));
+        let b = _mm256_cmpgt_epi32(vv, _mm256_loadu_si256(p.add(1)));
+        let lo = _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32;
+        let hi = _mm256_movemask_ps(_mm256_castsi256_ps(b)) as u32;
+        lo | hi << 8
     }
 }
 
@@ -151,22 +227,46 @@ pub trait WithSimd {
     fn run<S: Simd>(self, s: S) -> Self::Out;
 }
 
-/// Runs `w` with [`Avx512`] inside a function compiled for AVX-512F when
-/// the CPU has it (so that `w`'s compares inline as single instructions),
-/// with [`Sse2`] otherwise.
+/// Runs `w` with the widest token the CPU has and the process allows,
+/// inside a function compiled for its instructions (so that `w`'s
+/// compares inline as single instructions, and the rest of `w` is compiled
+/// for them too): [`Avx512`], [`Avx2`], else [`Sse2`].
 #[inline(always)]
 pub fn dispatch<W: WithSimd>(w: W) -> W::Out {
     #[cfg(target_arch = "x86_64")]
-    if let Some(s) = Avx512::detect() {
-        #[target_feature(enable = "avx512f")]
-        fn on_avx512<W: WithSimd>(w: W, s: Avx512) -> W::Out {
-            w.run(s)
+    {
+        if let Some(s) = Avx512::detect() {
+            #[target_feature(enable = "avx512f,avx2,bmi1,bmi2,lzcnt,popcnt")]
+            fn on_avx512<W: WithSimd>(w: W, s: Avx512) -> W::Out {
+                w.run(s)
+            }
+            // SAFETY: `s` proves the CPU has AVX-512F and the x86-64-v3
+            // instructions, the one precondition of a function compiled
+            // for them.
+            return unsafe { on_avx512(w, s) };
         }
-        // SAFETY: `s` proves the CPU has AVX-512F, the one precondition
-        // of a function compiled for it.
-        return unsafe { on_avx512(w, s) };
+        if let Some(s) = Avx2::detect() {
+            #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+            fn on_avx2<W: WithSimd>(w: W, s: Avx2) -> W::Out {
+                w.run(s)
+            }
+            // SAFETY: `s` proves the CPU has the x86-64-v3 instructions,
+            // the one precondition of a function compiled for them.
+            return unsafe { on_avx2(w, s) };
+        }
     }
     w.run(Sse2)
+}
+
+/// The instructions [`dispatch`] runs a burst's work with, by name.
+pub fn dispatched() -> &'static str {
+    if Avx512::detect().is_some() {
+        "AVX-512"
+    } else if Avx2::detect().is_some() {
+        "AVX2"
+    } else {
+        "SSE2"
+    }
 }
 
 /// The reference for [`lt_mask16`].
@@ -299,6 +399,9 @@ mod tests {
         if Avx512::detect().is_none() {
             eprintln!("arch: no AVX-512F here (or it is not allowed): its forms are not tested");
         }
+        if Avx2::detect().is_none() {
+            eprintln!("arch: no AVX2/BMI2 here (or it is not allowed): its forms are not tested");
+        }
         // dispatch runs the work once, with some token.
         struct AllBelow;
         impl WithSimd for AllBelow {
@@ -317,7 +420,7 @@ mod tests {
             v in any::<i32>(),
             pick in 0usize..16,
         ) {
-            let avx = Avx512::detect();
+            let (avx, avx2) = (Avx512::detect(), Avx2::detect());
             // And at a word's own value and its neighbours (ties, edges).
             let w = words[pick] as i32;
             for v in [v, w, w.wrapping_add(1), w.wrapping_sub(1), i32::MIN, i32::MAX] {
@@ -325,6 +428,9 @@ mod tests {
                 prop_assert_eq!(lt_mask16(&words, v), want);
                 prop_assert_eq!(Sse2.lt_mask16(&words, v), want);
                 if let Some(a) = avx {
+                    prop_assert_eq!(a.lt_mask16(&words, v), want);
+                }
+                if let Some(a) = avx2 {
                     prop_assert_eq!(a.lt_mask16(&words, v), want);
                 }
             }

@@ -149,17 +149,13 @@ fn run() -> Result<()> {
         dpdk::version(),
         dpdk_sys::BUILD_VERSION
     );
-    // The classifier's AVX-512 compares follow DPDK's policy for its own.
+    // The classifier's vector width follows DPDK's policy for its own.
     let simd = eal.max_simd_bitwidth();
-    fwd::arch::allow_avx512(simd >= 512);
+    fwd::arch::allow_simd_bits(u32::from(simd));
     eprintln!(
-        "fwd: classifier node compares in {} (DPDK max SIMD bitwidth {simd}; \
+        "fwd: classifier lookups compiled for {} (DPDK max SIMD bitwidth {simd}; \
          --force-max-simd-bitwidth=512 in eal.extra_args allows AVX-512)",
-        if fwd::arch::Avx512::detect().is_some() {
-            "AVX-512"
-        } else {
-            "SSE2"
-        }
+        fwd::arch::dispatched()
     );
 
     let pool = Arc::new(Mempool::create(

@@ -197,13 +197,12 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
 fn burst_trees<const D: usize, L: Leaf<D>, S: Simd>(
     s: S,
     trees: &[Tree<D, L>],
-    pts: &[[i32; D]],
+    pts: &[[i32; D]; CHUNK],
     keys: &[Key],
     lanes: u32,
     dead: Option<&[u64]>,
     best: &mut [u32; CHUNK],
 ) {
-    let n = pts.len();
     let mut node = [0usize; CHUNK];
     for t in trees {
         let first = t.first_idx();
@@ -227,7 +226,7 @@ fn burst_trees<const D: usize, L: Leaf<D>, S: Simd>(
         if live == 0 {
             continue;
         }
-        t.descend_burst(s, pts, &mut node[..n], live);
+        t.descend_burst(s, pts, &mut node, live);
         while live != 0 {
             let i = live.trailing_zeros() as usize;
             live &= live - 1;
@@ -451,9 +450,9 @@ impl Classifier {
     /// the node loads of different packets overlap (the burst analogue of
     /// rte_acl's multi-flow search).
     ///
-    /// The trees' node compares use AVX-512 where the CPU has it and the
-    /// process allows it ([`crate::arch::allow_avx512`]), SSE2 otherwise
-    /// ([`crate::arch::dispatch`], once per call).
+    /// The burst runs compiled for AVX-512 or AVX2 where the CPU has it and
+    /// the process allows it ([`crate::arch::allow_simd_bits`]), for SSE2
+    /// otherwise ([`crate::arch::dispatch`], once per call).
     ///
     /// # Panics
     /// If `out.len() < keys.len()`.
@@ -488,14 +487,14 @@ impl Classifier {
                 for (p, k) in pts.iter_mut().zip(kc) {
                     *p = point4(k);
                 }
-                burst_trees(s, &self.base.v4, &pts[..n], kc, v4, dead, &mut best);
+                burst_trees(s, &self.base.v4, &pts, kc, v4, dead, &mut best);
             }
             if v6 != 0 {
                 let mut pts = [[0i32; D6]; CHUNK];
                 for (p, k) in pts.iter_mut().zip(kc) {
                     *p = point6(k);
                 }
-                burst_trees(s, &self.base.v6, &pts[..n], kc, v6, dead, &mut best);
+                burst_trees(s, &self.base.v6, &pts, kc, v6, dead, &mut best);
             }
             if self.overlay.is_empty() {
                 for (o, &b) in oc.iter_mut().zip(&best[..n]) {

@@ -237,10 +237,16 @@ fn check_version(
 ) -> Result<(), TestCaseError> {
     let mut out = vec![None; keys.len()];
     c.classify_burst(keys, &mut out);
-    // The baseline instructions too, where `classify_burst` took AVX-512.
+    // The baseline instructions too, and AVX2 where `classify_burst` took
+    // AVX-512 (or SSE2 again where the CPU has no AVX2).
     let mut sse2 = vec![None; keys.len()];
     c.classify_burst_in(crate::arch::Sse2, keys, &mut sse2);
-    for ((k, got), got_sse2) in keys.iter().zip(&out).zip(&sse2) {
+    let mut avx2 = vec![None; keys.len()];
+    match crate::arch::Avx2::detect() {
+        Some(a) => c.classify_burst_in(a, keys, &mut avx2),
+        None => c.classify_burst_in(crate::arch::Sse2, keys, &mut avx2),
+    }
+    for (((k, got), got_sse2), got_avx2) in keys.iter().zip(&out).zip(&sse2).zip(&avx2) {
         let want = first_match(rules.values(), k).map(|r| r.id);
         let one = c.classify(k).map(|e| e.id());
         prop_assert_eq!(one, want, "classify {:?}", k);
@@ -249,6 +255,12 @@ fn check_version(
             got_sse2.map(|e| e.id()),
             want,
             "classify_burst_in(Sse2) {:?}",
+            k
+        );
+        prop_assert_eq!(
+            got_avx2.map(|e| e.id()),
+            want,
+            "classify_burst_in(Avx2) {:?}",
             k
         );
         if let Some(e) = got {

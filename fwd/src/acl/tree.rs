@@ -705,11 +705,11 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
     /// runs every lane to the deepest lane's depth.) `s`: the instructions
     /// of the nodes' compares (see [`crate::arch::dispatch`]).
     #[inline(always)]
-    pub fn descend_burst<S: Simd>(
+    pub fn descend_burst<S: Simd, const N: usize>(
         &self,
         s: S,
-        pts: &[[i32; D]],
-        node: &mut [usize],
+        pts: &[[i32; D]; N],
+        node: &mut [usize; N],
         mut live: u32,
     ) {
         // Every lane's first node is asked for before the first is read.

@@ -1195,17 +1195,23 @@ fn late_match(data: &Path) -> String {
     let _ = std::fs::remove_dir_all(&tmp);
     format!(
         "late-match keys: first matches {:?}; per lookup {:.2} trees, {:.1} nodes, {:.1} leaf checks; \
-         {:.1} ns/pkt, {:.1} with SSE2 node compares as the daemon by default ({rte}; keys inside random rules: {:.1} ns/pkt; {:.2} trees, {:.1} nodes, {:.1} leaf checks); trees {:?}",
+         {:.1} ns/pkt ({}), {:.1} at the daemon's default (DPDK's max SIMD bitwidth 256: {}), {:.1} in SSE2 ({rte}; keys inside random rules: {:.1} ns/pkt; {:.2} trees, {:.1} nodes, {:.1} leaf checks); trees {:?}",
         &firsts[..firsts.len().min(8)],
         t,
         n,
         k,
         lookup_ns(&c, &keys),
+        fwd::arch::dispatched(),
         {
             // What the daemon uses at DPDK's default SIMD bitwidth.
-            fwd::arch::allow_avx512(false);
+            fwd::arch::allow_simd_bits(256);
+            lookup_ns(&c, &keys)
+        },
+        fwd::arch::dispatched(),
+        {
+            fwd::arch::allow_simd_bits(128);
             let ns = lookup_ns(&c, &keys);
-            fwd::arch::allow_avx512(true);
+            fwd::arch::allow_simd_bits(512);
             ns
         },
         lookup_ns(&c, &inside),
