@@ -14,7 +14,9 @@
 #
 # Honours CARGO_TARGET_DIR (this build's binaries are looked for there);
 # AB_OUT=FILE writes the report elsewhere than bench-results/ab.md;
-# FAMILY=6 runs throughput.sh's IPv6 recipe (1000 /64 routes) instead.
+# FAMILY=6 runs throughput.sh's IPv6 recipe (1000 /64 routes) instead;
+# LOADED=1 its loaded one (the full IPv4 view of $FWD_DATA and ClassBench
+# acl1_10k, loaded over the control socket in every run; 18 s a run).
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -23,10 +25,16 @@ LABEL="${2:-$BASE}"
 ROUNDS="${3:-6}"
 OUT="${AB_OUT:-$ROOT/bench-results/ab.md}"
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+LOADED="${LOADED:-0}"
 replay_family
-what="plain IPv4 forwarding" routes="/24" env=""
+what="plain IPv4 forwarding" routes="/24" env="" loaded=""
 if [ "$FAMILY" = 6 ]; then
     what="plain IPv6 forwarding" routes="/64" env="FAMILY=6 "
+fi
+if [ "$LOADED" = 1 ]; then
+    find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
+    what="IPv4 forwarding with the full view and acl1_10k loaded" env="FWD_DATA=<corpora> LOADED=1 "
+    loaded=", with the full IPv4 view and ClassBench acl1_10k loaded over the control socket in every run"
 fi
 
 "$ROOT/deploy/setup.sh" --hugepages 512
@@ -35,10 +43,15 @@ WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 "$BIN/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 $flows_opt
 write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true "$FAMILY"
+batch="" secs=13
+if [ "$LOADED" = 1 ]; then
+    echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
+    write_loaded_batch "$WORK/tables.batch" "$FWD_DATA/classbench/lyxocs/acl1_10k"
+    batch="$WORK/tables.batch" secs=18
+fi
 
 run() {
-    { timeout -s INT 13 "$1" "$WORK/fwd.yaml" --stats-interval 4 2> /dev/null || true; } |
-        grep -o 'in: rx *[0-9.]*' | awk '{print $3}' | tail -n 2 | tr '\n' ' '
+    run_replay "$1" "$WORK/fwd.yaml" "$WORK/run" "$secs" 4 "$batch" "$WORK/fwd.sock" | tr '\n' ' '
 }
 new=""
 old=""
@@ -56,7 +69,7 @@ mo=$(echo "$old" | median)
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
     echo "- recipe: deploy/bench/throughput.sh's (hugepages, net_pcap replay of 4096 64-byte"
-    echo "  flows to 1000 $routes routes -> one worker -> net_null), $ROUNDS interleaved rounds"
+    echo "  flows to 1000 $routes routes -> one worker -> net_null$loaded), $ROUNDS interleaved rounds"
     echo
     echo "| build | Mpps samples | median Mpps |"
     echo "|---|---|---|"
