@@ -76,6 +76,7 @@ mod rib;
 #[cfg(test)]
 mod tests;
 
+use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashSet};
 use triomphe::Arc;
 
@@ -450,6 +451,9 @@ struct Family<const W: u32> {
     fib: Fib<W>,
 }
 
+/// A VRF's two families, held by value in the version's VRF map: a batch
+/// that writes one copies the map and the family it writes, not a third
+/// level between them.
 #[derive(Clone, Default)]
 struct VrfTables {
     v4: Arc<Family<32>>,
@@ -503,7 +507,7 @@ impl<const W: u32> Family<W> {
 /// One immutable version of all routing tables (see the module doc).
 #[derive(Clone)]
 pub struct Routing {
-    vrfs: Arc<BTreeMap<Vrf, Arc<VrfTables>>>,
+    vrfs: Arc<BTreeMap<Vrf, VrfTables>>,
     nhs: Arc<IdTable<NextHop>>,
     nh_refs: Arc<RefTable>,
     groups: Arc<IdTable<Arc<Group>>>,
@@ -639,7 +643,7 @@ impl Routing {
         Txn {
             r: self,
             scratch: Vec::new(),
-            touched: Vec::new(),
+            touched: SmallVec::new(),
             removed: None,
         }
     }
@@ -947,7 +951,7 @@ impl Routing {
                 fib6_bytes: t.v6.fib.mem(&mut seen),
             };
             total += std::mem::size_of::<VrfTables>()
-                + 3 * cow::ARC_HEADER
+                + 2 * cow::ARC_HEADER
                 + std::mem::size_of::<Family<32>>()
                 + std::mem::size_of::<Family<128>>()
                 + v.rib4_bytes
@@ -974,7 +978,10 @@ const BURST: usize = fib::BURST_MAX;
 pub struct Txn {
     r: Routing,
     scratch: Vec<(u128, u8)>,
-    touched: Vec<Vrf>,
+    /// The VRFs this batch wrote, in the order first written (inline: a
+    /// batch mostly writes one, and a one-change version is ~20
+    /// allocations, `bench-results/route.md`).
+    touched: SmallVec<[Vrf; 4]>,
     /// Prefixes deleted by this batch, when recording (see
     /// [`Txn::record_removals`]).
     removed: Option<Vec<(Vrf, Prefix)>>,
@@ -994,7 +1001,6 @@ impl Txn {
             let map = make_mut(&mut self.r.vrfs);
             for vrf in &self.touched {
                 if let Some(t) = map.get_mut(vrf) {
-                    let t = make_mut(t);
                     // Only a family this batch wrote is unshared; the others
                     // have nothing to trim.
                     if let Some(f) = Arc::get_mut(&mut t.v4) {
@@ -1069,8 +1075,7 @@ impl Txn {
         if self.touched.last() != Some(&vrf) {
             self.touched.push(vrf);
         }
-        let map = make_mut(&mut self.r.vrfs);
-        make_mut(map.entry(vrf).or_default())
+        make_mut(&mut self.r.vrfs).entry(vrf).or_default()
     }
 
     /// Writes `prefix -> entry` into RIB and FIB (no validation, no refcounts).
@@ -1409,7 +1414,7 @@ impl Txn {
             return Err(RouteError::VrfNotEmpty { vrf, routes });
         }
         make_mut(&mut self.r.vrfs).remove(&vrf);
-        self.touched.retain(|&v| v != vrf);
+        self.touched.retain(|v| *v != vrf);
         Ok(())
     }
 }
