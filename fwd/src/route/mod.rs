@@ -978,9 +978,9 @@ const BURST: usize = fib::BURST_MAX;
 pub struct Txn {
     r: Routing,
     scratch: Vec<(u128, u8)>,
-    /// The VRFs this batch wrote, in the order first written (inline: a
-    /// batch mostly writes one, and a one-change version is ~20
-    /// allocations, `bench-results/route.md`).
+    /// The VRFs this batch wrote (sorted and deduplicated by `commit`);
+    /// inline, as a batch mostly writes one and a one-change version is
+    /// ~18 allocations (`bench-results/route.md`).
     touched: SmallVec<[Vrf; 4]>,
     /// Prefixes deleted by this batch, when recording (see
     /// [`Txn::record_removals`]).
