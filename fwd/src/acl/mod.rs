@@ -126,7 +126,7 @@
 //! daemon: DPDK's max SIMD bitwidth 512, [`crate::arch::allow_simd_bits`]),
 //! in two AVX2 ones where it has the x86-64-v3 instructions (the daemon's
 //! default bitwidth 256; the whole burst is then compiled with BMI2's
-//! shifts too: -10% instructions a lookup), in four SSE2 ones otherwise (a
+//! shifts too: -12 to -16% instructions a lookup), in four SSE2 ones otherwise (a
 //! burst is dispatched once, [`crate::arch::dispatch`]; AVX-512 made the
 //! 10k sets 4-11% faster, `bench-results/acl.md`). On 50k and 100k sets (14-24 MB of trees, ~1.2
 //! trees, ~3.5 nodes and ~10 leaf checks per lookup) lookups are still

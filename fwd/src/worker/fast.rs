@@ -242,9 +242,10 @@ impl Pipeline<'_> {
             s.verdict[left.trailing_zeros() as usize] = Verdict::Tx(port);
             left &= left - 1;
         }
+        let rest = rest & !m;
         Left {
-            rest: rest & !m,
-            whole: (rest & !m == 0 && m != 0).then_some(port),
+            rest,
+            whole: (rest == 0 && m != 0).then_some(port),
         }
     }
 }
