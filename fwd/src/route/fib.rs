@@ -540,6 +540,10 @@ impl Fib<128> {
         for (k, &d) in dsts.iter().enumerate().take(n) {
             (hi[k], lo[k]) = ((d >> 64) as u64, d as u64);
         }
+        // Every level's entry indexes, overwritten for the burst's lanes
+        // each level (made once: a fresh array a level was a 512-byte
+        // memset each time).
+        let mut idx = [0usize; BURST_MAX];
         let mut shift = 104u32;
         while any != 0 && shift >= 8 {
             shift -= 8;
@@ -552,24 +556,25 @@ impl Fib<128> {
             // This level's entry of every lane, branch-free: which lanes
             // still descend is data-dependent and unpredictable, and a
             // mispredicted branch would squash the loads in flight. A lane
-            // that has finished reloads pool entry 0 (a hot line) and keeps
-            // its value.
-            let mut idx = [0usize; BURST_MAX];
+            // that has finished walks to pool entry 0 (a hot line) and keeps
+            // the address of its own entry (a select, not a branch).
+            // The same pass counts the lanes in the previous lane's page.
+            let (mut same, mut prev) = (0, usize::MAX);
             for k in 0..n {
                 let e = out[k];
                 // All ones while the lane descends (EXT is the sign bit).
                 let live = ((e as i32) >> 31) as usize;
                 let byte = (words[k] >> sh) as usize & 0xff;
-                idx[k] = ((((e & !EXT) as usize) << 8) | byte) & live;
+                let i = ((((e & !EXT) as usize) << 8) | byte) & live;
+                idx[k] = i;
+                same += usize::from(i / PAGE == prev);
+                prev = i / PAGE;
             }
             // Every lane's miss in flight at once, before any lane waits.
             // When most lanes are in the previous lane's page (a burst
             // through a few groups: few routes, or flows in trains), a lane
             // there reuses its page instead of walking the pool's directory
             // again; otherwise every lane walks it, without a branch a lane.
-            let same = (1..n).fold(0, |c, k| {
-                c + usize::from(idx[k] / PAGE == idx[k - 1] / PAGE)
-            });
             if 2 * same >= n {
                 let mut memo = (idx[0] / PAGE, pool.page(idx[0] / PAGE));
                 for k in 0..n {
@@ -577,22 +582,25 @@ impl Fib<128> {
                     if i / PAGE != memo.0 {
                         memo = (i / PAGE, pool.page(i / PAGE));
                     }
-                    at[k] = &memo.1[i % PAGE];
+                    let next = &memo.1[i % PAGE];
+                    at[k] = if out[k] & EXT != 0 { next } else { at[k] };
                     arch::prefetch(at[k]);
                 }
             } else {
                 for k in 0..n {
-                    at[k] = pool.get(idx[k]);
+                    let next = pool.get(idx[k]);
+                    at[k] = if out[k] & EXT != 0 { next } else { at[k] };
                     arch::prefetch(at[k]);
                 }
             }
+            // A lane that has finished kept its entry's address above, so
+            // its load gives its value again.
             for k in 0..n {
-                let e = out[k];
-                let ext = (e >> 31).wrapping_neg();
                 let v = *at[k];
-                out[k] = (v & ext) | (e & !ext);
-                any |= v & EXT & ext;
+                out[k] = v;
+                any |= v;
             }
+            any &= EXT;
         }
     }
 }
