@@ -183,6 +183,13 @@ replay_prefix4() {
     echo "10.$((1 + $1 / 256)).$(($1 % 256)).0/24"
 }
 
+# The IPv6 recipe's i-th route: fd01:0:a01:1::/64, fd01:0:a01:2::/64, ...
+# (one per destination `fwd-flows --v6 --dst 10.1.0.1 --dst-count N` draws).
+replay_prefix6() {
+    local d=$((0x0a010001 + $1))
+    printf 'fd01:0:%x:%x::/64\n' $((d >> 16)) $((d & 0xffff))
+}
+
 write_replay_config() {
     local pcap="$1" cfg="$2" nroutes="$3" outdev="$4" hugepages="${5:-false}" family="${6:-4}"
     local in_addr="10.0.0.254/16" out_addr="10.9.0.1/24" gw="10.9.0.2"
@@ -207,12 +214,10 @@ write_replay_config() {
         echo "neighbours:"
         echo "  - {ip: $gw, mac: \"02:00:00:00:09:02\", port: out}"
         echo "routes:"
-        local i d
+        local i
         for ((i = 0; i < nroutes; i++)); do
             if [ "$family" = 6 ]; then
-                d=$((0x0a010001 + i))
-                printf "  - {prefix: 'fd01:0:%x:%x::/64', via: %s, dev: out}\n" \
-                    $((d >> 16)) $((d & 0xffff)) "$gw"
+                echo "  - {prefix: '$(replay_prefix6 "$i")', via: $gw, dev: out}"
             else
                 echo "  - {prefix: $(replay_prefix4 "$i"), via: $gw, dev: out}"
             fi

@@ -7,8 +7,12 @@
 # Replays PCAP on net_pcap (port 0) with ROUTES /24 routes to net_null
 # (port 1), the daemon's routes in the same recipe (lib.sh's replay_prefix4), one lcore (CPU 1) polling both ports, and prints the Rx rates
 # (Mpps) of port 0 over two 10 s intervals, read with dpdk-proc-info.
+# FAMILY=6: the IPv6 recipe's ROUTES /64 routes instead (replay_prefix6),
+# for an IPv6 PCAP.
 #
-# Without CLASSBENCH_RULES: LPM mode (rte_lpm). With them: ACL mode, where
+# Without CLASSBENCH_RULES: LPM mode (rte_lpm, rte_lpm6 for IPv6), or with
+# LOOKUP=fib FIB mode (rte_fib DIR24_8, rte_fib6 TRIE: the anchors of
+# deploy/bench/fib.sh). With them (IPv4 only): ACL mode, where
 # l3fwd classifies every packet with rte_acl against its route rules and the
 # set's rules together (the rule set of the loaded recipe). Its set rules can
 # only drop, so the routes are listed first, as the higher priorities: every
@@ -28,6 +32,16 @@ need_root
 PCAP="${1:?usage: deploy/bench/l3fwd.sh PCAP ROUTES [CLASSBENCH_RULES]}"
 ROUTES="${2:?usage: deploy/bench/l3fwd.sh PCAP ROUTES [CLASSBENCH_RULES]}"
 RULES="${3:-}"
+LOOKUP="${LOOKUP:-lpm}"
+replay_family
+case "$LOOKUP" in
+    lpm | fib) ;;
+    *) echo "$0: LOOKUP must be lpm or fib" >&2; exit 1 ;;
+esac
+if [ -n "$RULES" ] && { [ "$FAMILY" = 6 ] || [ "$LOOKUP" != lpm ]; }; then
+    echo "$0: CLASSBENCH_RULES (ACL mode) is IPv4 only, without LOOKUP" >&2
+    exit 1
+fi
 EX=/usr/share/dpdk/examples
 BUILD="$ROOT/target/l3fwd"
 
@@ -66,8 +80,14 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-if [ -z "$RULES" ]; then
-    mode=(--lookup=lpm)
+if [ -z "$RULES" ] && [ "$FAMILY" = 6 ]; then
+    mode=(--lookup="$LOOKUP")
+    echo "R192.0.2.0/24 1" > "$WORK/v4.cfg"
+    for ((i = 0; i < ROUTES; i++)); do
+        echo "R$(replay_prefix6 "$i") 1"
+    done > "$WORK/v6.cfg"
+elif [ -z "$RULES" ]; then
+    mode=(--lookup="$LOOKUP")
     for ((i = 0; i < ROUTES; i++)); do
         echo "R$(replay_prefix4 "$i") 1"
     done > "$WORK/v4.cfg"

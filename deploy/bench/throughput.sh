@@ -3,9 +3,10 @@
 # the same run (DESIGN.md's recipe): 2 MiB hugepages, net_pcap replaying a few
 # thousand 64-byte UDP flows endlessly into the appliance, net_null as the
 # sink, one worker lcore on its own CPU. Rates are read twice, 10 s apart,
-# after a warm-up. Results go to bench-results/throughput.md. For IPv4, DPDK's
-# l3fwd runs on the same traffic too (deploy/bench/l3fwd.sh: LPM mode, or with
-# LOADED=1 ACL mode over the same routes and rule set).
+# after a warm-up. Results go to bench-results/throughput.md. DPDK's l3fwd
+# runs on the same traffic too (deploy/bench/l3fwd.sh: LPM mode; with
+# LOADED=1 ACL mode over the same routes and rule set; with FAMILY=6 LPM
+# mode and FIB mode).
 #
 #   deploy/bench/throughput.sh [ROUTES]     (default 1000 routes)
 #
@@ -73,18 +74,30 @@ fi
 macswap=$(run_testpmd macswap "$WORK/flows.pcap" 33 10 "$WORK/tpmd-macswap.out")
 io=$(run_testpmd io "$WORK/flows.pcap" 33 10 "$WORK/tpmd-io.out")
 # DPDK's l3fwd on the same traffic (deploy/bench/l3fwd.sh): LPM mode with the
-# same routes; with LOADED=1, ACL mode with the same routes and rule set.
-l3fwd=""
-l3fwd_label=""
-if [ "$FAMILY" = 4 ]; then
-    if [ "$LOADED" = 1 ]; then
-        l3fwd_label="dpdk-l3fwd ACL mode (rte_acl over the $ROUTES routes and acl1_10k)"
-        l3fwd=$("$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES" \
-            "$ACL_SET") || l3fwd=""
-    else
-        l3fwd_label="dpdk-l3fwd LPM mode (the same $ROUTES routes)"
-        l3fwd=$("$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES") || l3fwd=""
+# same routes; with LOADED=1, ACL mode with the same routes and rule set; for
+# IPv6, LPM mode (rte_lpm6) and FIB mode (rte_fib6 TRIE) with the same /64s.
+# One label and one line of rates per mode that ran.
+l3_labels=()
+l3_rates=()
+l3fwd_mode() {
+    local label="$1" rates
+    shift
+    if rates=$("$@"); then
+        l3_labels+=("$label")
+        l3_rates+=("$(echo $rates)")
     fi
+}
+if [ "$LOADED" = 1 ]; then
+    l3fwd_mode "dpdk-l3fwd ACL mode (rte_acl over the $ROUTES routes and acl1_10k)" \
+        env FAMILY="$FAMILY" "$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES" "$ACL_SET"
+elif [ "$FAMILY" = 6 ]; then
+    l3fwd_mode "dpdk-l3fwd LPM mode (rte_lpm6, the same $ROUTES /64 routes)" \
+        env FAMILY="$FAMILY" "$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES"
+    l3fwd_mode "dpdk-l3fwd FIB mode (rte_fib6 TRIE, the same $ROUTES /64 routes)" \
+        env FAMILY="$FAMILY" LOOKUP=fib "$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES"
+else
+    l3fwd_mode "dpdk-l3fwd LPM mode (the same $ROUTES routes)" \
+        env FAMILY="$FAMILY" "$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES"
 fi
 
 avg() { awk '{s+=$1; n++} END {if (n) printf "%.2f", s/n; else print "n/a"}'; }
@@ -138,19 +151,23 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     fi
     echo "| dpdk-testpmd macswap | $(echo $macswap) | $mac_avg | $(awk -v a="$mac_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     echo "| dpdk-testpmd io | $(echo $io) | $io_avg | $(awk -v a="$io_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
-    if [ -n "$l3fwd" ]; then
-        l3_avg=$(echo "$l3fwd" | tr ' ' '\n' | avg)
-        echo "| $l3fwd_label | $(echo $l3fwd) | $l3_avg | $(awk -v a="$l3_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
-    fi
+    for k in "${!l3_labels[@]}"; do
+        l3_avg=$(echo "${l3_rates[$k]}" | tr ' ' '\n' | avg)
+        echo "| ${l3_labels[$k]} | ${l3_rates[$k]} | $l3_avg | $(awk -v a="$l3_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
+    done
     echo
     echo "fwd / testpmd macswap = **$ratio** (goal >= 0.67, l3fwd-LPM's ratio on the anchor machine)."
-    if [ -n "$l3fwd" ]; then
+    for k in "${!l3_labels[@]}"; do
+        l3_avg=$(echo "${l3_rates[$k]}" | tr ' ' '\n' | avg)
         echo
-        echo "$l3fwd_label / testpmd macswap = $(awk -v a="$l3_avg" -v b="$mac_avg" 'BEGIN {printf "%.2f", a / b}');"
-        echo "fwd / l3fwd = **$(awk -v a="$fwd_avg" -v b="$l3_avg" 'BEGIN {printf "%.2f", a / b}')**."
+        echo "${l3_labels[$k]} / testpmd macswap = $(awk -v a="$l3_avg" -v b="$mac_avg" 'BEGIN {printf "%.2f", a / b}');"
+        echo "fwd / that l3fwd = **$(awk -v a="$fwd_avg" -v b="$l3_avg" 'BEGIN {printf "%.2f", a / b}')**."
+    done
+    if [ "${#l3_labels[@]}" -gt 0 ] && [ "$FAMILY" = 4 ]; then
+        echo
         echo "(l3fwd checks no IPv4 header checksum without the NIC's offload; fwd"
         echo "verifies it in software. See deploy/bench/l3fwd.sh.)"
-    elif [ "$FAMILY" = 4 ]; then
+    elif [ "${#l3_labels[@]}" -eq 0 ]; then
         echo
         echo "dpdk-l3fwd did not run (see the bench's output)."
     fi
