@@ -61,7 +61,7 @@ say "DPDK $ver"
 
 if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] \
-        || die "no Rust toolchain: install one with rustup (Rust >= 1.87); the scripts look in PATH and ~/.cargo/bin"
+        || die "no Rust toolchain: install one with rustup (Rust >= 1.88); the scripts look in PATH and ~/.cargo/bin"
     say "cargo: $HOME/.cargo/bin/cargo (the run and test scripts add it to PATH)"
 fi
 

@@ -583,13 +583,13 @@ impl Fib<128> {
                         memo = (i / PAGE, pool.page(i / PAGE));
                     }
                     let next = &memo.1[i % PAGE];
-                    at[k] = if out[k] & EXT != 0 { next } else { at[k] };
+                    at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
                     arch::prefetch(at[k]);
                 }
             } else {
                 for k in 0..n {
                     let next = pool.get(idx[k]);
-                    at[k] = if out[k] & EXT != 0 { next } else { at[k] };
+                    at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
                     arch::prefetch(at[k]);
                 }
             }
