@@ -105,6 +105,11 @@ fwd_avg=$(echo "$fwd_rates" | avg)
 mac_avg=$(echo "$macswap" | avg)
 io_avg=$(echo "$io" | avg)
 ratio=$(awk -v a="$fwd_avg" -v b="$mac_avg" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+# Each l3fwd mode's mean, once for the table and the ratios below.
+l3_avgs=()
+for k in "${!l3_labels[@]}"; do
+    l3_avgs+=("$(echo "${l3_rates[$k]}" | tr ' ' '\n' | avg)")
+done
 nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else print "n/a" }')
 
 {
@@ -152,13 +157,13 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     echo "| dpdk-testpmd macswap | $(echo $macswap) | $mac_avg | $(awk -v a="$mac_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     echo "| dpdk-testpmd io | $(echo $io) | $io_avg | $(awk -v a="$io_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     for k in "${!l3_labels[@]}"; do
-        l3_avg=$(echo "${l3_rates[$k]}" | tr ' ' '\n' | avg)
+        l3_avg="${l3_avgs[$k]}"
         echo "| ${l3_labels[$k]} | ${l3_rates[$k]} | $l3_avg | $(awk -v a="$l3_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     done
     echo
     echo "fwd / testpmd macswap = **$ratio** (goal >= 0.67, l3fwd-LPM's ratio on the anchor machine)."
     for k in "${!l3_labels[@]}"; do
-        l3_avg=$(echo "${l3_rates[$k]}" | tr ' ' '\n' | avg)
+        l3_avg="${l3_avgs[$k]}"
         echo
         echo "${l3_labels[$k]} / testpmd macswap = $(awk -v a="$l3_avg" -v b="$mac_avg" 'BEGIN {printf "%.2f", a / b}');"
         echo "fwd / that l3fwd = **$(awk -v a="$fwd_avg" -v b="$l3_avg" 'BEGIN {printf "%.2f", a / b}')**."
