@@ -540,11 +540,8 @@ impl Fib<128> {
         // at shifts 96..64 read the high one (a byte of a `u128` shifted by
         // a variable amount is a dozen instructions; of a `u64`, two).
         let (mut hi, mut lo) = ([0u64; BURST_MAX], [0u64; BURST_MAX]);
-        let h0 = (dsts[0] >> 64) as u64;
-        let mut differ = 0;
         for (k, &d) in dsts.iter().enumerate().take(n) {
             (hi[k], lo[k]) = ((d >> 64) as u64, d as u64);
-            differ |= hi[k] ^ h0;
         }
         // Every level's entry indexes, overwritten for the burst's lanes
         // each level (made once: a fresh array a level was a 512-byte
@@ -559,14 +556,20 @@ impl Fib<128> {
         // lane's entry is the same (a shared level needs the top 32 bits
         // shared, so the first level's 24 are), so either all lanes go on
         // below it or none does; a lane's kept entry address (`at`) is
-        // needed only once it has stopped in the passes below.
-        let shared_to = 136 - differ.leading_zeros();
-        while any != 0 && shift >= shared_to {
-            shift -= 8;
-            let byte = (hi[0] >> (shift - 64)) as usize & 0xff;
-            let v = *pool.get((((out[0] & !EXT) as usize) << 8) | byte);
-            out.fill(v);
-            any = v & EXT;
+        // needed only once it has stopped in the passes below. Looked for
+        // only when the burst's first and last lanes share those 32 bits,
+        // so lanes from all over the table pay one compare, not a pass
+        // (`bench-results/fib.md`, 2026-12-04).
+        if (dsts[0] ^ dsts[n - 1]) >> 96 == 0 {
+            let differ = hi[..n].iter().fold(0, |a, &h| a | (h ^ hi[0]));
+            let shared_to = 136 - differ.leading_zeros();
+            while any != 0 && shift >= shared_to {
+                shift -= 8;
+                let byte = (hi[0] >> (shift - 64)) as usize & 0xff;
+                let v = *pool.get((((out[0] & !EXT) as usize) << 8) | byte);
+                out.fill(v);
+                any = v & EXT;
+            }
         }
         while any != 0 && shift >= 8 {
             shift -= 8;
