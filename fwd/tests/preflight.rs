@@ -54,6 +54,31 @@ fn the_demo_config_passes_and_a_broken_one_fails() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("OK    config"), "{text}");
     assert!(text.contains("0 failure(s)"), "{text}");
+    // The heap check reads this process's GLIBC_TUNABLES: without the
+    // tunable it can only be a WARN (or OK under THP `always`), with it no
+    // WARN that names the tunable.
+    assert!(text.contains("  heap "), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_fwd"))
+        .arg("preflight")
+        .arg(&cfg)
+        .env("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0")
+        .output()
+        .unwrap();
+    let off = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{off}");
+    assert!(
+        off.contains("WARN  heap")
+            || off.contains("OK    heap       transparent huge pages for all"),
+        "{off}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_fwd"))
+        .arg("preflight")
+        .arg(&cfg)
+        .env("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
+        .output()
+        .unwrap();
+    let on = String::from_utf8_lossy(&out.stdout);
+    assert!(!on.contains("hugetlb=1 in its environment"), "{on}");
 
     let out = Command::new(env!("CARGO_BIN_EXE_fwd"))
         .args(["preflight", "--json"])

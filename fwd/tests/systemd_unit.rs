@@ -101,6 +101,11 @@ fn the_unit_says_what_the_daemon_relies_on() {
             .any(|c| c.contains("fwd preflight ")),
         "preflight runs first"
     );
+    // The tables' heap on transparent huge pages (preflight's `heap`).
+    assert_eq!(
+        service_values(&text, "Environment"),
+        ["GLIBC_TUNABLES=glibc.malloc.hugetlb=1"]
+    );
     // The default control socket lives in the RuntimeDirectory.
     let rt = service_values(&text, "RuntimeDirectory");
     assert_eq!(rt, ["fwd"]);

@@ -7,13 +7,15 @@
 //!   (`vfio-pci`; `mlx5_core` for NVIDIA/Mellanox), with that driver's
 //!   prerequisites (IOMMU and the `vfio-pci` module; `rdma-core`);
 //! - worker CPUs: isolated from the scheduler, on their NIC's NUMA node;
-//! - no other process on the same EAL file prefix or control socket.
+//! - no other process on the same EAL file prefix or control socket;
+//! - the tables' heap on transparent huge pages.
 //!
 //! Every check reads the machine through a [`SysView`], so tests run them
 //! against fixture trees. A FAIL makes the exit status non-zero; a WARN
 //! (e.g. CPUs not isolated) does not.
 
 mod cpus;
+mod heap;
 mod hugepages;
 mod pci;
 mod prefix;
@@ -194,6 +196,7 @@ pub fn check_config(cfg: &Config, path: &Path, sys: &SysView) -> Vec<Finding> {
     v.extend(pci::check(cfg, sys));
     v.extend(cpus::check(cfg, sys));
     v.extend(prefix::check(cfg, sys));
+    v.extend(heap::check(sys));
     v
 }
 

@@ -16,6 +16,9 @@ pub struct SysView {
     pub xdg_runtime_dir: Option<PathBuf>,
     /// Whether the daemon would run as root (DPDK then uses `/var/run`).
     pub root_user: bool,
+    /// `GLIBC_TUNABLES`: the daemon gets the preflight's environment
+    /// (systemd gives `ExecStartPre=` and `ExecStart=` the same one).
+    pub glibc_tunables: Option<String>,
 }
 
 impl SysView {
@@ -26,6 +29,7 @@ impl SysView {
             runtime_directory: std::env::var_os("RUNTIME_DIRECTORY").map(PathBuf::from),
             xdg_runtime_dir: std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
             root_user: nix::unistd::getuid().is_root(),
+            glibc_tunables: std::env::var("GLIBC_TUNABLES").ok(),
         }
     }
 
@@ -36,6 +40,7 @@ impl SysView {
             runtime_directory: None,
             xdg_runtime_dir: None,
             root_user: true,
+            glibc_tunables: None,
         }
     }
 

@@ -582,3 +582,61 @@ fn a_vdev_config_on_a_bare_tree_has_no_failure() {
     let r = run(&path, &t.sys());
     assert_eq!(r.failures, 0, "{}", r.text());
 }
+
+#[test]
+fn the_tables_heap_on_transparent_huge_pages_or_warned() {
+    let thp = "/sys/kernel/mm/transparent_hugepage/enabled";
+    let t = Tree::new("heap");
+    let c = cfg(VDEV);
+    let run = |tunables: Option<&str>| {
+        let mut sys = t.sys();
+        sys.glibc_tunables = tunables.map(str::to_string);
+        check_config(&c, Path::new("x.yaml"), &sys)
+    };
+    let heap = |v: &[Finding]| -> (Status, String, Option<String>) {
+        let f = only(v, "heap");
+        assert_eq!(f.len(), 1, "{v:?}");
+        (f[0].status, f[0].message.clone(), f[0].fix.clone())
+    };
+    let good = Some("glibc.malloc.check=0:glibc.malloc.hugetlb=1");
+    // No THP in the kernel: warned, whatever the environment says.
+    let (s, m, fix) = heap(&run(good));
+    assert_eq!(s, Status::Warn);
+    assert!(m.contains("unreadable") && fix.unwrap().contains("CONFIG_TRANSPARENT_HUGEPAGE"));
+    // madvise: the tunable decides.
+    t.file(thp, "always [madvise] never\n");
+    assert_eq!(heap(&run(good)).0, Status::Ok);
+    for (tunables, says) in [
+        (None, "not set"),
+        (Some("glibc.malloc.hugetlb=0"), "hugetlb=0"),
+        (Some("glibc.malloc.hugetlb=2"), "pool DPDK needs"),
+        // The last setting counts, as in glibc.
+        (
+            Some("glibc.malloc.hugetlb=1:glibc.malloc.hugetlb=0"),
+            "hugetlb=0",
+        ),
+        (Some("glibc.malloc.hugetlbx=1"), "not set"),
+    ] {
+        let (s, m, fix) = heap(&run(tunables));
+        assert_eq!(s, Status::Warn, "{tunables:?}");
+        assert!(
+            m.contains(says) && m.contains("4 KiB pages"),
+            "{tunables:?}: {m}"
+        );
+        assert!(fix
+            .unwrap()
+            .contains("GLIBC_TUNABLES=glibc.malloc.hugetlb=1"));
+    }
+    // always: the kernel backs the heap without being asked.
+    t.file(thp, "[always] madvise never\n");
+    assert_eq!(heap(&run(None)).0, Status::Ok);
+    // never: warned with the sysfs fix, even with the tunable.
+    t.file(thp, "always madvise [never]\n");
+    let (s, m, fix) = heap(&run(good));
+    assert_eq!(s, Status::Warn);
+    assert!(m.contains("off"), "{m}");
+    assert!(fix.unwrap().contains("echo madvise >"));
+    // A WARN never stops the start.
+    t.file(thp, "always madvise [never]\n");
+    assert_eq!(Report::new(Path::new("x.yaml"), run(None)).exit_code(), 0);
+}
