@@ -11,19 +11,23 @@
 # BASE_BENCH_ROUTE: another build's bench_route, measured in the same
 # rounds (an A/B of our side). LPM=1 adds rte_lpm for IPv4 (dpdk-test-fib
 # -c: rte_lpm takes about 5 minutes to load the IPv4 table, every round).
-# CPU (default 1) is the CPU every program is pinned to.
+# CPU (default 1) is the CPU every program is pinned to. LARGE=1 runs both
+# sides on large pages, as deployed: ours with the heap on transparent huge
+# pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as deploy/fwd.service runs
+# fwd), DPDK on 2 MiB hugepages (reserved here, 1600 of them).
 #
 # Method: dpdk-test-fib times one pass of rte_fib_lookup_bulk over its 2^20
 # addresses in bulks of 64 and prints the mean in TSC cycles (converted
 # here with the TSC rate the EAL reports); bench_route prints the best of 5
 # passes per burst size. Both sides use 4 KiB pages (DPDK with --no-huge,
-# our FIB in ordinary heap memory).
+# our FIB in ordinary heap memory), or both large pages with LARGE=1.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 ROUNDS="${1:-3}"
 BASE="${2:-}"
 CPU="${CPU:-1}"
 LPM="${LPM:-0}"
+LARGE="${LARGE:-0}"
 OUT="${FIB_OUT:-$ROOT/bench-results/fib.md}"
 find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
 command -v dpdk-test-fib > /dev/null || { echo "$0: needs dpdk-test-fib (dpdk-dev)" >&2; exit 1; }
@@ -35,6 +39,13 @@ trap 'rm -rf "$WORK"' EXIT
 "$OURS" --only lookup --dpdk-files "$WORK" > /dev/null
 
 EAL=(--no-pci --no-huge -m 3000 --no-shconf --no-telemetry --file-prefix "fib$$" -l "$CPU")
+pages="4 KiB pages on both sides"
+if [ "$LARGE" = 1 ]; then
+    "$ROOT/deploy/setup.sh" --hugepages 1600 > /dev/null
+    EAL=(--no-pci --in-memory -m 3000 --no-telemetry --file-prefix "fib$$" -l "$CPU")
+    export GLIBC_TUNABLES="glibc.malloc.hugetlb=1"
+    pages="large pages on both sides (LARGE=1): ours with the heap on transparent huge pages, DPDK on 2 MiB hugepages"
+fi
 # dpdk FILE [ARGS...]: "FIB_CYCLES [LPM_CYCLES]" of one dpdk-test-fib run.
 dpdk() {
     local t="$1"
@@ -90,11 +101,11 @@ med() { stat "$1" | cut -d' ' -f1; }
 {
     echo "# FIB lookups beside dpdk-test-fib (ns per lookup)"
     echo
-    echo "- command: \`deploy/bench/fib.sh $ROUNDS${BASE:+ $BASE}\`$([ "$LPM" = 1 ] && echo " (LPM=1)")"
+    echo "- command: \`deploy/bench/fib.sh $ROUNDS${BASE:+ $BASE}\`$([ "$LPM" = 1 ] && echo " (LPM=1)")$([ "$LARGE" = 1 ] && echo " (LARGE=1)")"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo +dirty)"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; TSC $((tsc_khz / 1000)) MHz; DPDK $(pkg-config --modversion libdpdk 2> /dev/null || echo '?'); CPU $CPU for every program"
     echo "- tables: $FWD_DATA/routing (901,899 IPv4 and 160,147 IPv6 prefixes), 2^20 addresses per row, the same files for both sides"
-    echo "- ours: \`*_burst\` of 32 (the worker's burst) and of 64, best of 5 passes; DPDK: rte_fib_lookup_bulk in bulks of 64, mean of one pass (dpdk-test-fib, default lookup function)"
+    echo "- ours: \`*_burst\` of 32 (the worker's burst) and of 64, best of 5 passes; DPDK: rte_fib_lookup_bulk in bulks of 64, mean of one pass (dpdk-test-fib, default lookup function); $pages"
     echo
     echo "Median (min-max) of $ROUNDS alternating rounds:"
     echo
