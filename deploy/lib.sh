@@ -51,6 +51,13 @@ build_release() {
     (cd "$ROOT" && cargo build --release --bins "$@")
 }
 
+# The routing and rule tables' heap on transparent huge pages, as
+# deploy/fwd.service runs fwd (preflight's `heap` check): exported for what
+# this shell starts next; a setting already in the environment wins.
+tables_heap_thp() {
+    export GLIBC_TUNABLES="glibc.malloc.hugetlb=1${GLIBC_TUNABLES:+:$GLIBC_TUNABLES}"
+}
+
 # The control-plane benches' daemon (ctl.sh, dumps.sh): two net_null ports,
 # p1's neighbour 10.0.1.2, the control lcore on CPU 0, the worker on 1.
 # $1 = config path, $2 = control socket, $3 = EAL file prefix.

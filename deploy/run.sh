@@ -18,9 +18,7 @@ DURATION="${1:-}"
 echo "run: building (release)..."
 build_release
 
-# The tables' heap on transparent huge pages, as deploy/fwd.service runs fwd
-# (preflight's `heap` check); a setting already in the environment wins.
-export GLIBC_TUNABLES="glibc.malloc.hugetlb=1${GLIBC_TUNABLES:+:$GLIBC_TUNABLES}"
+tables_heap_thp
 WORK="$(mktemp -d /tmp/fwd-run.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 "$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000

@@ -43,7 +43,7 @@ pages="4 KiB pages on both sides"
 if [ "$LARGE" = 1 ]; then
     "$ROOT/deploy/setup.sh" --hugepages 1600 > /dev/null
     EAL=(--no-pci --in-memory -m 3000 --no-telemetry --file-prefix "fib$$" -l "$CPU")
-    export GLIBC_TUNABLES="glibc.malloc.hugetlb=1"
+    tables_heap_thp
     pages="large pages on both sides (LARGE=1): ours with the heap on transparent huge pages, DPDK on 2 MiB hugepages"
 fi
 # dpdk FILE [ARGS...]: "FIB_CYCLES [LPM_CYCLES]" of one dpdk-test-fib run.
