@@ -42,12 +42,71 @@ trex_venv() {
     cp "$req" "$stamp"
 }
 
+# FWD_BUNDLE=DIR: the benches run on a machine that has neither DPDK nor
+# cargo, from a bundle that deploy/bench/bundle.sh made (the programs, their
+# libraries and glibc's loader). Their programs come from DIR, setup_host
+# installs nothing and build_release builds nothing. REL is the folder of
+# the release binaries either way; DIR/bin (DPDK's tools) goes first on PATH.
+REL="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+if [ -n "${FWD_BUNDLE:-}" ]; then
+    FWD_BUNDLE="$(cd "$FWD_BUNDLE" && pwd)"
+    REL="$FWD_BUNDLE/release"
+    export PATH="$FWD_BUNDLE/bin:$PATH"
+fi
+
+# setup_host [--hugepages N]: deploy/setup.sh (packages, and N 2 MiB
+# hugepages reserved). From a bundle: no packages; links to the bundle's PMDs
+# are put where the EAL loads its plugins from (unless that directory exists:
+# then it is the host's own DPDK, whose PMDs would clash), and N
+# hugepages are asked of the kernel. Sets BENCH_HUGEPAGES to true when N
+# pages are free, else false (a container may grant none): the recipes then
+# run every program --no-huge, ours and DPDK's alike.
+BENCH_HUGEPAGES=true
+setup_host() {
+    if [ -z "${FWD_BUNDLE:-}" ]; then
+        "$ROOT/deploy/setup.sh" "$@"
+        return
+    fi
+    local pmd_dir
+    pmd_dir="$(cat "$FWD_BUNDLE/pmd-dir")"
+    if [ ! -d "$pmd_dir" ]; then
+        mkdir -p "$pmd_dir"
+        local so
+        for so in "$FWD_BUNDLE"/pmds/*.so; do
+            ln -s "$(readlink -f "$so")" "$pmd_dir/$(basename "$so")"
+        done
+    fi
+    if [ "${1:-}" = --hugepages ]; then
+        local want="$2" free
+        echo "$want" > /proc/sys/vm/nr_hugepages 2> /dev/null || true
+        free=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)
+        if [ "${free:-0}" -lt "$want" ]; then
+            echo "$0: only ${free:-0} of $want hugepages: every program runs --no-huge" >&2
+            BENCH_HUGEPAGES=false
+        fi
+    fi
+}
+
+# The DPDK version and the commit the reports name (a bundle's own, since a
+# copy of the tree may have no .git).
+dpdk_version() {
+    if [ -n "${FWD_BUNDLE:-}" ]; then cat "$FWD_BUNDLE/dpdk-version"; else pkg-config --modversion libdpdk; fi
+}
+commit_id() {
+    if [ -n "${FWD_BUNDLE:-}" ]; then
+        echo "$(cat "$FWD_BUNDLE/commit") (bundle)"
+    else
+        echo "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
+    fi
+}
+
 need_root() {
     [ "$(id -u)" = 0 ] || { echo "$0: run as root (DPDK, apt-get and network namespaces need it)" >&2; exit 1; }
 }
 
 # Release build of the daemon, the CLI and the tools.
 build_release() {
+    [ -n "${FWD_BUNDLE:-}" ] && return 0
     (cd "$ROOT" && cargo build --release --bins "$@")
 }
 
@@ -134,7 +193,7 @@ run_replay() {
         wait_forwarding "$out.err" || { kill "$pid"; return 1; }
         local t0 t1
         t0=$(date +%s.%N)
-        if ! "$ROOT/target/release/fwdctl" -s "$sock" -b "$batch" > "$out.load" 2>&1; then
+        if ! "$REL/fwdctl" -s "$sock" -b "$batch" > "$out.load" 2>&1; then
             kill "$pid"
             cat "$out.load" >&2
             return 1
@@ -152,7 +211,9 @@ run_replay() {
 # rates of the last two periods (Mpps; the first includes start-up).
 run_testpmd() {
     local mode="$1" pcap="$2" secs="$3" every="$4" out="$5"
-    timeout -s INT "$secs" dpdk-testpmd -l 0,1 --in-memory --no-pci --no-telemetry \
+    local mem=(--in-memory)
+    [ "$BENCH_HUGEPAGES" = true ] || mem=(--no-huge -m 1024)
+    timeout -s INT "$secs" dpdk-testpmd -l 0,1 "${mem[@]}" --no-pci --no-telemetry \
         --file-prefix "tpmd$$" \
         --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
         -- --forward-mode="$mode" --auto-start --stats-period "$every" --nb-cores=1 \

@@ -24,7 +24,7 @@ BASE="${1:?usage: deploy/bench/ab.sh BASELINE_FWD [LABEL] [ROUNDS]}"
 LABEL="${2:-$BASE}"
 ROUNDS="${3:-6}"
 OUT="${AB_OUT:-$ROOT/bench-results/ab.md}"
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+BIN="$REL"
 LOADED="${LOADED:-0}"
 replay_family
 what="plain IPv4 forwarding" routes="/24" env="" loaded=""
@@ -37,12 +37,12 @@ if [ "$LOADED" = 1 ]; then
     loaded=", with the full IPv4 view and ClassBench acl1_10k loaded over the control socket in every run"
 fi
 
-"$ROOT/deploy/setup.sh" --hugepages 512
+setup_host --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 "$BIN/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 $flows_opt
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true "$FAMILY"
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" "$BENCH_HUGEPAGES" "$FAMILY"
 batch="" secs=13
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
@@ -66,8 +66,8 @@ mo=$(echo "$old" | median)
     echo "# A/B: this build vs $LABEL, $what, one worker"
     echo
     echo "- command: \`${env}deploy/bench/ab.sh $BASE \"$LABEL\" $ROUNDS\`${AB_OUT:+ (AB_OUT=$AB_OUT)}"
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- recipe: deploy/bench/throughput.sh's (hugepages, net_pcap replay of 4096 64-byte"
     echo "  flows to 1000 $routes routes -> one worker -> net_null$loaded), $ROUNDS interleaved rounds"
     echo

@@ -17,10 +17,10 @@ find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
 DATA="$FWD_DATA"
 [ -f "$DATA/routing/ipv4_fulltable_gaissmai.txt.gz" ] || { echo "no $DATA/routing" >&2; exit 1; }
 
-"$ROOT/deploy/setup.sh"
+setup_host
 build_release
-FWD="$ROOT/target/release/fwd"
-CTL="$ROOT/target/release/fwdctl"
+FWD="$REL/fwd"
+CTL="$REL/fwdctl"
 WORK="$(mktemp -d /tmp/fwd-ctlbench.XXXXXX)"
 NS="fwdbench$$"
 cleanup() {
@@ -100,8 +100,8 @@ del_ratio=$(awk -v a="$t_del_busy" -v b="$t_del_alone" 'BEGIN { printf "%.2f", a
     echo "# Control plane: full-view route batch and 100k-rule batch through fwdctl"
     echo
     echo "- command: \`${CTL_LINUX:+CTL_LINUX=$CTL_LINUX }deploy/bench/ctl.sh\`"
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk); kernel $(uname -r)"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version); kernel $(uname -r)"
     echo "- data: $NROUTES IPv4 prefixes (\$FWD_DATA/routing), each \`via 10.0.1.2 dev p1\`"
     echo "- times are wall clock of the whole \`fwdctl\` process: parse, send, apply as one generation, publish"
     echo

@@ -3,7 +3,7 @@
 # `fwdctl -b` batch, alone and while DUMPERS clients dump every route in a
 # loop; this build and BASELINE_FWD interleaved for ROUNDS rounds. Reports
 # the delete batch's wall time and the control lcore thread's CPU time
-# during it (perf stat -t), so that a slower batch can be told apart as the
+# during it (from /proc), so that a slower batch can be told apart as the
 # writer starved of CPU (same CPU time, longer wall) or slowed down while it
 # runs (more CPU time: shared caches, allocator, cache lines).
 # Results go to bench-results/dumps.md.
@@ -18,16 +18,15 @@ ROUNDS="${3:-3}"
 DUMPERS="${4:-5}"
 OUT="${DUMPS_OUT:-$ROOT/bench-results/dumps.md}"
 find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
-command -v perf > /dev/null || { echo "$0: needs perf (linux-perf)" >&2; exit 1; }
 
-"$ROOT/deploy/setup.sh" > /dev/null
+setup_host > /dev/null
 build_release
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+BIN="$REL"
 CTL="$BIN/fwdctl"
 WORK="$(mktemp -d /tmp/fwd-dumps.XXXXXX)"
 P=""
 cleanup() {
-    pkill -f "$CTL -s $WORK/fwd.sock route show" 2> /dev/null || true
+    pkill -f "fwdctl -s $WORK/fwd.sock route show" 2> /dev/null || true
     [ -n "$P" ] && kill -INT "$P" 2> /dev/null && wait "$P" 2> /dev/null
     rm -rf "$WORK"
 }
@@ -35,6 +34,11 @@ trap cleanup EXIT
 
 full_view_batches "$WORK"
 write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "dumps$$"
+
+# cpu PID TID: the thread's CPU time so far (user + system), in seconds.
+cpu() {
+    awk -v hz="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz}' "/proc/$1/task/$2/stat"
+}
 
 # one FWD N: prints "WALL CPU" of the delete batch with N dumpers.
 one() {
@@ -49,21 +53,18 @@ one() {
     sleep 2
     local tid
     tid=$(ps -T -p "$P" -o spid=,comm= | awk '$2 == "fwd-control" {print $1}')
-    perf stat -e task-clock -t "$tid" -x, -o "$WORK/stat" 2> /dev/null &
-    local s=$!
-    sleep 0.3
-    local t0 t1
+    local t0 t1 c0 c1
+    c0=$(cpu "$P" "$tid")
     t0=$(date +%s.%N)
     "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del" > /dev/null
     t1=$(date +%s.%N)
-    kill -INT "$s"
-    wait "$s" || true
-    pkill -f "$CTL -s $WORK/fwd.sock route show" || true
+    c1=$(cpu "$P" "$tid")
+    pkill -f "fwdctl -s $WORK/fwd.sock route show" || true
     kill -INT "$P"
     wait "$P" || true
     P=""
     wait 2> /dev/null || true
-    awk -v a="$t0" -v b="$t1" -F, '/task-clock/ {printf "%.2f %.2f\n", b - a, $1 / 1000}' "$WORK/stat"
+    awk -v a="$t0" -v b="$t1" -v c="$c0" -v d="$c1" 'BEGIN {printf "%.2f %.2f\n", b - a, d - c}'
 }
 
 rows=""
@@ -82,12 +83,12 @@ done
     echo "# Dumps vs the writer: the full view deleted in one batch, alone and under $DUMPERS dumping clients"
     echo
     echo "- command: \`deploy/bench/dumps.sh $BASE \"$LABEL\" $ROUNDS $DUMPERS\`"
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty'); baseline: $LABEL"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id); baseline: $LABEL"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- $(wc -l < "$WORK/v4.txt") IPv4 routes (\$FWD_DATA/routing) added, then deleted by one \`fwdctl -b\`;"
     echo "  the dumpers loop on \`fwdctl route show\`. The control lcore is on CPU 0, the worker on CPU 1."
     echo "- wall: the delete's \`fwdctl -b\` (parse, send, apply, publish); control CPU: the fwd-control"
-    echo "  thread's task-clock over the same span (perf stat -t)."
+    echo "  thread's CPU time (user + system, /proc) over the same span."
     echo
     echo "| round | build | delete alone: wall s | control CPU s | with $DUMPERS dumpers: wall s | control CPU s | wall ratio |"
     echo "|---|---|---|---|---|---|---|"

@@ -32,7 +32,7 @@ OUT="${FIB_OUT:-$ROOT/bench-results/fib.md}"
 find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
 command -v dpdk-test-fib > /dev/null || { echo "$0: needs dpdk-test-fib (dpdk-dev)" >&2; exit 1; }
 build_release
-OURS="${CARGO_TARGET_DIR:-$ROOT/target}/release/bench_route"
+OURS="$REL/bench_route"
 WORK="$(mktemp -d /tmp/fwd-fib.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -40,8 +40,10 @@ trap 'rm -rf "$WORK"' EXIT
 
 EAL=(--no-pci --no-huge -m 3000 --no-shconf --no-telemetry --file-prefix "fib$$" -l "$CPU")
 pages="4 KiB pages on both sides"
-if [ "$LARGE" = 1 ]; then
-    "$ROOT/deploy/setup.sh" --hugepages 1600 > /dev/null
+if [ "$LARGE" != 1 ]; then
+    setup_host > /dev/null
+else
+    setup_host --hugepages 1600 > /dev/null
     EAL=(--no-pci --in-memory -m 3000 --no-telemetry --file-prefix "fib$$" -l "$CPU")
     tables_heap_thp
     pages="large pages on both sides (LARGE=1): ours with the heap on transparent huge pages, DPDK on 2 MiB hugepages"
@@ -102,8 +104,8 @@ med() { stat "$1" | cut -d' ' -f1; }
     echo "# FIB lookups beside dpdk-test-fib (ns per lookup)"
     echo
     echo "- command: \`deploy/bench/fib.sh $ROUNDS${BASE:+ $BASE}\`$([ "$LPM" = 1 ] && echo " (LPM=1)")$([ "$LARGE" = 1 ] && echo " (LARGE=1)")"
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo +dirty)"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; TSC $((tsc_khz / 1000)) MHz; DPDK $(pkg-config --modversion libdpdk 2> /dev/null || echo '?'); CPU $CPU for every program"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; TSC $((tsc_khz / 1000)) MHz; DPDK $(dpdk_version); CPU $CPU for every program"
     echo "- tables: $FWD_DATA/routing (901,899 IPv4 and 160,147 IPv6 prefixes), 2^20 addresses per row, the same files for both sides"
     echo "- ours: \`*_burst\` of 32 (the worker's burst) and of 64, best of 5 passes; DPDK: rte_fib_lookup_bulk in bulks of 64, mean of one pass (dpdk-test-fib, default lookup function); $pages"
     echo

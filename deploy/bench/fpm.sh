@@ -91,7 +91,7 @@ for c in vtysh python3 ip taskset; do
     command -v "$c" > /dev/null || { echo "$0: $c not found" >&2; exit 1; }
 done
 
-BIN="${FWD_BIN_DIR:-$ROOT/target/release}"
+BIN="${FWD_BIN_DIR:-$REL}"
 if [ ! -x "$BIN/fwd" ] || [ ! -x "$BIN/fwdctl" ] || [ ! -x "$BIN/bench_fpm" ]; then
     if [ -n "${FWD_BIN_DIR:-}" ]; then
         echo "$0: FWD_BIN_DIR=$FWD_BIN_DIR lacks fwd, fwdctl or bench_fpm" >&2; exit 1

@@ -16,17 +16,17 @@ source "$(dirname "$0")/../lib.sh"
 need_root
 OUT="$ROOT/bench-results/icmp.md"
 
-"$ROOT/deploy/setup.sh" --hugepages 512
+setup_host --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 # 4096 flows to 1000 destinations 10.1.0.1 ... 10.1.3.232.
-"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
+"$REL/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
 
 # Writes a config: routes for the first $2 /24s of 10.1.0.0/16, ICMP $3.
 config() {
     local cfg="$1" nroutes="$2" icmp="$3"
-    write_replay_config "$WORK/flows.pcap" "$cfg" "$nroutes" "net_null0,no-rx=1" true
+    write_replay_config "$WORK/flows.pcap" "$cfg" "$nroutes" "net_null0,no-rx=1" "$BENCH_HUGEPAGES"
     # The replay port answers: give it a sender to answer to.
     echo "icmp: $icmp" >> "$cfg"
 }
@@ -36,7 +36,7 @@ config "$WORK/unlimited.yaml" 3 "{rate: 1000000000, burst: 1000000}"
 
 # "in: rx R Mpps tx T Mpps" of the last two 10 s intervals of a 31 s run.
 run() {
-    timeout -s INT 33 "$ROOT/target/release/fwd" "$1" --stats-interval 10 \
+    timeout -s INT 33 "$REL/fwd" "$1" --stats-interval 10 \
         > "$WORK/run.out" 2> "$WORK/run.err" || true
     grep -o 'in: rx *[0-9.]* Mpps tx *[0-9.]* Mpps' "$WORK/run.out" | tail -n 2 |
         awk '{print $3, $6}'
@@ -58,8 +58,8 @@ row() {
     echo "# ICMP errors while forwarding, one worker lcore"
     echo
     echo "- command: \`deploy/bench/icmp.sh\`"
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- recipe: as deploy/bench/throughput.sh (512 x 2 MiB hugepages, net_pcap infinite"
     echo "  replay of 4096 64-byte UDP flows to 1000 destinations -> one worker -> net_null);"
     echo "  with 3 of the 4 /24 routes, 233 of the 1000 destinations (23% of the packets)"

@@ -42,10 +42,14 @@ if [ -n "$RULES" ] && { [ "$FAMILY" = 6 ] || [ "$LOOKUP" != lpm ]; }; then
     echo "$0: CLASSBENCH_RULES (ACL mode) is IPv4 only, without LOOKUP" >&2
     exit 1
 fi
+if [ -n "${FWD_BUNDLE:-}" ]; then
+    echo "$0: not from a bundle (l3fwd is built here, and read by a secondary process on hugetlbfs)" >&2
+    exit 1
+fi
 EX=/usr/share/dpdk/examples
 BUILD="$ROOT/target/l3fwd"
 
-"$ROOT/deploy/setup.sh" --hugepages 512 >&2
+setup_host --hugepages 512 >&2
 
 # The examples' sources and make (the examples' Makefile; the rest of the
 # toolchain is setup.sh's).

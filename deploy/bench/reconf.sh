@@ -29,9 +29,9 @@ RULES="${RULES:-10000}"
 ROUNDS="${ROUNDS:-4}"
 BLOCK_S="${BLOCK_S:-6}"
 
-"$ROOT/deploy/setup.sh" --hugepages 512 > /dev/null
+setup_host --hugepages 512 > /dev/null
 build_release
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+BIN="$REL"
 TREX="$ROOT/deploy/trex"
 WORK="$(mktemp -d /tmp/fwd-reconf.XXXXXX)"
 FWD_PID=""
@@ -158,8 +158,8 @@ EOF
     echo "# Reconf: route and rule churn under load, pcap recipe, one worker"
     echo
     echo "- command: \`deploy/bench/reconf.sh\` (ROUTE_CHANGES=$ROUTE_CHANGES RULES=$RULES ROUNDS=$ROUNDS BLOCK_S=$BLOCK_S)"
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- traffic: deploy/trex/profiles/ip4_routing.py -t $TUNABLES, direction 0, its first 4096 packets"
     echo "  (fwdtrex.pcapexport), replayed endlessly into p0, routed by the plan's /24s to p1 (net_null);"
     echo "  the churned routes point to port wrong (net_pcap tx file)"

@@ -39,7 +39,7 @@ if [ "$LOADED" = 1 ]; then
     cuts="rx parse classify lookup"
 fi
 
-"$ROOT/deploy/setup.sh" --hugepages 512
+setup_host --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-stages.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -48,10 +48,10 @@ for c in $cuts; do
         cargo build --release -p fwd --bin fwd)
     cp "$ROOT/target/stages/release/fwd" "$WORK/fwd-$c"
 done
-cp "$ROOT/target/release/fwd" "$WORK/fwd-fwd"
+cp "$REL/fwd" "$WORK/fwd-fwd"
 
-"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 $flows_opt
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" true "$FAMILY"
+"$REL/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 $flows_opt
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" "$BENCH_HUGEPAGES" "$FAMILY"
 batch=""
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
@@ -103,8 +103,8 @@ label() {
     else
         echo "- command: \`deploy/bench/stages.sh $ROUNDS\`"
     fi
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     if [ "$FAMILY" = 6 ]; then
         echo "- recipe: throughput.sh's FAMILY=6 (net_pcap replay of 4096 64-byte UDP/IPv6 flows"
         echo "  to 1000 /64 routes -> one worker -> net_null); $ROUNDS rotated rounds of 13 s runs, the last"

@@ -38,12 +38,12 @@ if [ "$LOADED" = 1 ]; then
     OUT="$ROOT/bench-results/throughput_loaded.md"
 fi
 
-"$ROOT/deploy/setup.sh" --hugepages 512
+setup_host --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$ROUTES" $flows_opt
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-rx=1" true "$FAMILY"
+"$REL/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$ROUTES" $flows_opt
+write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-rx=1" "$BENCH_HUGEPAGES" "$FAMILY"
 load_note=""
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
@@ -58,7 +58,7 @@ run_fwd() {
     if [ "$3" = 1 ]; then batch="$WORK/tables.batch"; fi
     run_replay "$1" "$WORK/fwd.yaml" "$2" 33 10 "$batch" "$WORK/fwd.sock"
 }
-fwd_rates=$(run_fwd "$ROOT/target/release/fwd" "$WORK/fwd" "$LOADED") || { echo "bench: loading the tables failed" >&2; exit 1; }
+fwd_rates=$(run_fwd "$REL/fwd" "$WORK/fwd" "$LOADED") || { echo "bench: loading the tables failed" >&2; exit 1; }
 [ -n "$fwd_rates" ] || { cat "$WORK/fwd.err"; echo "bench: fwd produced no rates" >&2; exit 1; }
 base_rates=""
 if [ -n "${BASELINE_FWD:-}" ]; then
@@ -67,7 +67,7 @@ fi
 # With LOADED=1, the same binary without the load, in the same run.
 bare_rates=""
 if [ "$LOADED" = 1 ]; then
-    bare_rates=$(run_fwd "$ROOT/target/release/fwd" "$WORK/bare" 0)
+    bare_rates=$(run_fwd "$REL/fwd" "$WORK/bare" 0)
 fi
 
 # testpmd: same vdevs, same lcores, its own stats period.
@@ -129,14 +129,16 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
         echo
         echo "- command: \`deploy/bench/throughput.sh $ROUTES\`"
     fi
-    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(pkg-config --modversion libdpdk)"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
+    pages="512 x 2 MiB hugepages"
+    [ "$BENCH_HUGEPAGES" = true ] || pages="4 KiB pages for every program (--no-huge: no hugepages on this host)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     if [ "$FAMILY" = 6 ]; then
-        echo "- recipe: 512 x 2 MiB hugepages, net_pcap infinite replay of 4096 64-byte UDP/IPv6"
+        echo "- recipe: $pages, net_pcap infinite replay of 4096 64-byte UDP/IPv6"
         echo "  flows to $ROUTES destinations -> one worker lcore (CPU 1) -> net_null; $ROUTES /64 routes,"
         echo "  one per destination;"
     else
-        echo "- recipe: 512 x 2 MiB hugepages, net_pcap infinite replay of 4096 64-byte UDP flows"
+        echo "- recipe: $pages, net_pcap infinite replay of 4096 64-byte UDP flows"
         echo "  to $ROUTES destinations -> one worker lcore (CPU 1) -> net_null; $ROUTES /24 routes;"
     fi
     echo "  rates of the last two 10 s intervals of a 31 s run (the first includes start-up)"
