@@ -764,11 +764,7 @@ impl Config {
     /// # Errors
     /// The first CPU that is not, naming its field and the CPUs there are.
     pub fn check_machine(&self) -> Result<(), ConfigError> {
-        let cpus: Vec<usize> = core_affinity::get_core_ids()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| c.id)
-            .collect();
+        let cpus = crate::cpus::current().unwrap_or_default();
         if cpus.is_empty() {
             return Ok(()); // cannot tell
         }
@@ -776,11 +772,8 @@ impl Config {
             "eal.main_cpu".to_string(),
             self.eal.main_cpu.unwrap_or(self.eal.main_lcore as usize),
         )];
-        for (i, w) in self.workers.iter().enumerate() {
-            named.push((
-                format!("workers[{i}].cpu"),
-                w.cpu.unwrap_or(w.lcore as usize),
-            ));
+        for (i, cpu) in self.worker_cpus().into_iter().enumerate() {
+            named.push((format!("workers[{i}].cpu"), cpu));
         }
         if let Some(c) = self.control.cpu {
             named.push(("control.cpu".to_string(), c));
@@ -794,6 +787,15 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The CPU of each worker, in `workers` order (`cpu`, by default the
+    /// lcore's number).
+    pub fn worker_cpus(&self) -> Vec<usize> {
+        self.workers
+            .iter()
+            .map(|w| w.cpu.unwrap_or(w.lcore as usize))
+            .collect()
     }
 
     /// Index of the port named `name`.
@@ -1094,8 +1096,8 @@ impl Config {
             self.eal.main_lcore,
             cpu_of(self.eal.main_lcore, self.eal.main_cpu)
         )];
-        for w in &self.workers {
-            lc.push(format!("{}@{}", w.lcore, cpu_of(w.lcore, w.cpu)));
+        for (w, cpu) in self.workers.iter().zip(self.worker_cpus()) {
+            lc.push(format!("{}@{cpu}", w.lcore));
         }
         a.push("--lcores".into());
         a.push(lc.join(","));

@@ -18,6 +18,7 @@ pub mod arch;
 pub mod config;
 pub mod control;
 pub mod corpus;
+pub mod cpus;
 pub mod dpdk;
 pub mod fpm;
 pub mod hostif;

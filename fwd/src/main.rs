@@ -143,7 +143,18 @@ fn run() -> Result<()> {
         None
     };
     let eal_args = cfg.eal_args("fwd", &format!("fwd-{pid}"));
+    // The CPUs this process may use, before the EAL pins this thread to the
+    // main lcore's.
+    let start_cpus = fwd::cpus::current().context("reading the CPU affinity")?;
     let eal = Eal::init(&eal_args)?;
+    // Every thread made from here on inherits this thread's CPUs (fwd::cpus).
+    let management = fwd::cpus::management(&start_cpus, &cfg.worker_cpus(), cfg.control.cpu);
+    fwd::cpus::confine_current(&management)
+        .with_context(|| format!("confining the management threads to CPUs {management:?}"))?;
+    eprintln!(
+        "fwd: management threads on CPUs {}",
+        fwd::cpus::list(&management)
+    );
     eprintln!(
         "fwd: {} (bindings built against {})",
         dpdk::version(),
@@ -456,6 +467,7 @@ fn run() -> Result<()> {
             fpm: Arc::clone(&fpm_status),
             taps: trace_taps,
             workers: cfg.workers.len(),
+            dump_cpu: cfg.control.cpu,
         },
     )
     .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;

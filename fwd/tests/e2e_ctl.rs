@@ -338,3 +338,70 @@ control:
     }
     drop(d);
 }
+
+/// The management threads (the main thread, the control lcore when it is not
+/// pinned, the control socket's accept thread and every thread these make)
+/// never run on a worker's CPU, even when the EAL pins the main lcore to one
+/// (`eal.main_cpu` on the worker's CPU here): they run on the CPUs the
+/// process started with minus the workers' (fwd::cpus).
+#[test]
+fn management_threads_stay_off_the_workers_cpus() {
+    let dir = TempDir::new("cpus");
+    let sock = dir.path("fwd.sock");
+    let cfg = format!(
+        "{eal}  main_cpu: 1
+ports:
+  - {{name: p0, device: 'net_null_acpus,no-rx=1', addresses: [10.0.0.1/24]}}
+workers:
+  - {{lcore: 1, rx: [{{port: p0}}]}}
+control:
+  socket: {sock}
+",
+        eal = eal_yaml("cpus"),
+        sock = sock.display(),
+    );
+    let mut d = Daemon(spawn_fwd(&dir, &cfg, &[]));
+    wait_ready(&mut d.0);
+    // A session thread exists while a client is connected.
+    let _client = ctl::Client::connect(&sock).expect("connect");
+    let threads = |pid: u32| -> Vec<(String, String)> {
+        let mut v = Vec::new();
+        for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+            let t = t.unwrap().path();
+            let comm = std::fs::read_to_string(t.join("comm")).unwrap_or_default();
+            let status = std::fs::read_to_string(t.join("status")).unwrap_or_default();
+            let cpus = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            v.push((comm.trim().to_string(), cpus));
+        }
+        v
+    };
+    let start = fwd::cpus::current().unwrap();
+    let want = fwd::cpus::list(&fwd::cpus::management(&start, &[1], None));
+    let seen = wait_for(
+        "the session thread",
+        std::time::Duration::from_secs(30),
+        || {
+            let t = threads(d.0.id());
+            t.iter().any(|(c, _)| c == "fwd-ctl-conn").then_some(t)
+        },
+        || format!("threads: {:?}", threads(d.0.id())),
+    );
+    for name in ["fwd", "fwd-control", "fwd-ctl-accept", "fwd-ctl-conn"] {
+        let (_, cpus) = seen
+            .iter()
+            .find(|(c, _)| c == name)
+            .unwrap_or_else(|| panic!("no thread {name} in {seen:?}"));
+        assert_eq!(cpus, &want, "{name}: {seen:?}");
+    }
+    let (_, worker) = seen
+        .iter()
+        .find(|(c, _)| c == "rte-worker-1")
+        .unwrap_or_else(|| panic!("no worker thread in {seen:?}"));
+    assert_eq!(worker, "1", "{seen:?}");
+    assert!(!want.split(',').any(|c| c == "1"), "{want}");
+}
