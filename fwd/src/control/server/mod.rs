@@ -84,6 +84,10 @@ pub struct ServerContext {
     pub taps: Arc<crate::worker::trace::Taps>,
     /// Workers (their trace rings).
     pub workers: usize,
+    /// The CPU dumps run on (at the lowest priority): the control lcore's,
+    /// where they get only the time the writer leaves idle
+    /// ([`low_priority`]). None: wherever the session runs.
+    pub dump_cpu: Option<usize>,
 }
 
 /// How long stopping waits for sessions to end after closing them.

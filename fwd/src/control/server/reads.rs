@@ -65,7 +65,7 @@ pub(super) fn answer(w: &mut Writer, ctx: &ServerContext, id: u64, req: Request)
                     .clone(),
             )),
         ),
-        stream => low_priority::run(|| dump(w, ctx, id, &stream)),
+        stream => low_priority::run(ctx.dump_cpu, || dump(w, ctx, id, &stream)),
     }
 }
 
