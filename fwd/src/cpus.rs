@@ -1,15 +1,17 @@
-//! Which CPUs the management threads run on: the control socket's accept,
-//! session and dump threads, the FPM server, the host thread, the metrics
-//! endpoint, and the control lcore when it is not pinned.
+//! CPU sets: the kernel's list format (`0,2-5`), the calling thread's
+//! affinity, and which CPUs the management threads run on (the control
+//! socket's accept and session threads, the FPM server, the host thread, the
+//! metrics endpoint, and the control lcore when it is not pinned; dumps go to
+//! the control lcore's CPU, `control::server::low_priority`).
 //!
 //! `rte_eal_init` pins the thread that calls it, fwd's main thread, to the
 //! main lcore's CPU, and a thread inherits the affinity of the thread that
 //! made it. Left so, every management thread would share that one CPU,
 //! whatever the machine has to spare: with the control lcore, when it is
 //! pinned there (the usual layout: main lcore and control on CPU 0), so that
-//! five clients dumping the full view slowed a 902k-route batch 2-2.5 times
-//! on a 16-CPU machine; and with a worker, when the main lcore shares a
-//! worker's CPU.
+//! the session thread decoding a batch took CPU time from the writer applying
+//! it, and every session and FPM thread did; and with a worker, when the main
+//! lcore shares a worker's CPU.
 //!
 //! DPDK runs its own control threads (`rte_ctrl_thread_create`) on the CPUs
 //! the process started with, minus the lcores'. fwd does the same for its
@@ -96,22 +98,40 @@ pub fn confine_current(cpus: &[usize]) -> io::Result<()> {
     Ok(())
 }
 
-/// `cpus` as the kernel writes a CPU list (`0,2-5,8`), sorted.
-pub fn list(cpus: &[usize]) -> String {
-    let mut v = cpus.to_vec();
-    v.sort_unstable();
-    v.dedup();
+/// Parses a kernel CPU list (`0-3,8,10-11`); `None` when malformed.
+pub fn parse_cpulist(s: &str) -> Option<Vec<usize>> {
+    let mut v = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                if b < a || b - a > 65536 {
+                    return None;
+                }
+                v.extend(a..=b);
+            }
+            None => v.push(part.parse().ok()?),
+        }
+    }
+    Some(v)
+}
+
+/// Formats CPUs as a kernel list (`1-3,8`).
+pub fn format_cpulist(cpus: &[usize]) -> String {
+    let mut c = cpus.to_vec();
+    c.sort_unstable();
+    c.dedup();
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
-    while i < v.len() {
+    while i < c.len() {
         let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+        while j + 1 < c.len() && c[j + 1] == c[j] + 1 {
             j += 1;
         }
         out.push(if i == j {
-            v[i].to_string()
+            c[i].to_string()
         } else {
-            format!("{}-{}", v[i], v[j])
+            format!("{}-{}", c[i], c[j])
         });
         i = j + 1;
     }
@@ -145,11 +165,16 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists_are_written_as_the_kernel_writes_them() {
-        assert_eq!(list(&[]), "");
-        assert_eq!(list(&[3]), "3");
-        assert_eq!(list(&[0, 1, 2, 3]), "0-3");
-        assert_eq!(list(&[8, 0, 2, 3, 4, 6, 2]), "0,2-4,6,8");
+    fn cpulists_parse_and_format() {
+        assert_eq!(
+            parse_cpulist("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpulist(""), Some(vec![]));
+        assert_eq!(parse_cpulist("3-1"), None);
+        assert_eq!(parse_cpulist("a"), None);
+        assert_eq!(format_cpulist(&[]), "");
+        assert_eq!(format_cpulist(&[3, 1, 2, 8, 10, 11, 2]), "1-3,8,10-11");
     }
 
     #[test]

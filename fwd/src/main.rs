@@ -153,7 +153,7 @@ fn run() -> Result<()> {
         .with_context(|| format!("confining the management threads to CPUs {management:?}"))?;
     eprintln!(
         "fwd: management threads on CPUs {}",
-        fwd::cpus::list(&management)
+        fwd::cpus::format_cpulist(&management)
     );
     eprintln!(
         "fwd: {} (bindings built against {})",

@@ -381,7 +381,7 @@ control:
         v
     };
     let start = fwd::cpus::current().unwrap();
-    let want = fwd::cpus::list(&fwd::cpus::management(&start, &[1], None));
+    let want = fwd::cpus::format_cpulist(&fwd::cpus::management(&start, &[1], None));
     let seen = wait_for(
         "the session thread",
         std::time::Duration::from_secs(30),

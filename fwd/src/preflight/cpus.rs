@@ -3,9 +3,9 @@
 //! packet crosses the interconnect). Both are warnings: fwd runs either way.
 
 use super::pci::full_address;
-use super::sys::{format_cpulist, parse_cpulist};
 use super::{Finding, SysView};
 use crate::config::{Attach, Config};
+use crate::cpus::{format_cpulist, parse_cpulist};
 
 const ISOLATION: &str = "cpus";
 const NUMA: &str = "numa";

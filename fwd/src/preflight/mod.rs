@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 
-pub use sys::{format_cpulist, parse_cpulist, SysView};
+pub use sys::SysView;
 
 /// How a check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -76,18 +76,6 @@ fn statuses(v: &[&Finding]) -> Vec<Status> {
 }
 
 #[test]
-fn cpulists_parse_and_format() {
-    assert_eq!(
-        parse_cpulist("0-3,8,10-11\n"),
-        Some(vec![0, 1, 2, 3, 8, 10, 11])
-    );
-    assert_eq!(parse_cpulist(""), Some(vec![]));
-    assert_eq!(parse_cpulist("3-1"), None);
-    assert_eq!(parse_cpulist("a"), None);
-    assert_eq!(format_cpulist(&[3, 1, 2, 8, 10, 11, 2]), "1-3,8,10-11");
-}
-
-#[test]
 fn hugepages_are_not_needed_with_no_huge() {
     let t = Tree::new("nohuge");
     let f = hugepages::check(&cfg(VDEV), &t.sys());
