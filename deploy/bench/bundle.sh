@@ -9,7 +9,7 @@
 #   deploy/bench/bundle.sh DIR [NAME=PATH...]
 #
 # NAME=PATH adds another build of one of our programs under NAME (e.g.
-# fwd-base=/tmp/base/target/release/fwd, the baseline of dumps.sh or ab.sh).
+# fwd-base=/tmp/base/target/release/fwd, the baseline of dumps.sh).
 #
 # Then, on that machine, in a copy of this repository:
 #

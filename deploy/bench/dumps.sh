@@ -2,13 +2,17 @@
 # Do dumps slow the writer? The full IPv4 view is loaded, then deleted in one
 # `fwdctl -b` batch, alone and while DUMPERS clients dump every route in a
 # loop; this build and BASELINE_FWD interleaved for ROUNDS rounds. Reports
-# the delete batch's wall time and the control lcore thread's CPU time
-# during it (from /proc), so that a slower batch can be told apart as the
-# writer starved of CPU (same CPU time, longer wall) or slowed down while it
-# runs (more CPU time: shared caches, allocator, cache lines).
+# the delete batch's wall time and, over the same span, the control lcore
+# thread's CPU time and its run-queue wait (/proc/.../schedstat), so that a
+# slower batch can be told apart as the writer kept from its CPU (more
+# wait), or slowed down while it runs (more CPU time: shared caches,
+# allocator, cache lines), or neither (the batch's client and session).
 # Results go to bench-results/dumps.md.
 #
 #   deploy/bench/dumps.sh BASELINE_FWD [LABEL] [ROUNDS] [DUMPERS]
+#
+# DUMPER_CPUS=LIST pins the dumping clients there (taskset), e.g. away from
+# the control lcore's CPU on a small machine.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -17,6 +21,7 @@ LABEL="${2:-$BASE}"
 ROUNDS="${3:-3}"
 DUMPERS="${4:-5}"
 OUT="${DUMPS_OUT:-$ROOT/bench-results/dumps.md}"
+DUMPER_CPUS="${DUMPER_CPUS:-}"
 find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
 
 setup_host > /dev/null
@@ -35,36 +40,41 @@ trap cleanup EXIT
 full_view_batches "$WORK"
 write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "dumps$$"
 
-# cpu PID TID: the thread's CPU time so far (user + system), in seconds.
-cpu() {
-    awk -v hz="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz}' "/proc/$1/task/$2/stat"
+# times PID TID: "CPU WAIT" of the thread so far, in seconds: its time on a
+# CPU, and its time runnable but waiting for one (the scheduler's run-queue
+# delay, /proc/.../schedstat).
+times() {
+    awk '{printf "%.3f %.3f\n", $1 / 1e9, $2 / 1e9}' "/proc/$1/task/$2/schedstat"
 }
 
-# one FWD N: prints "WALL CPU" of the delete batch with N dumpers.
+# one FWD N: prints "WALL CPU WAIT" of the delete batch with N dumpers.
 one() {
     "$1" "$WORK/fwd.yaml" > "$WORK/log" 2>&1 &
     P=$!
     wait_forwarding "$WORK/log"
     "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.add" > /dev/null
     local i
+    local pin=()
+    [ -n "$DUMPER_CPUS" ] && pin=(taskset -c "$DUMPER_CPUS")
     for ((i = 0; i < $2; i++)); do
-        ( while "$CTL" -s "$WORK/fwd.sock" route show > /dev/null 2>&1; do :; done ) &
+        ( while "${pin[@]}" "$CTL" -s "$WORK/fwd.sock" route show > /dev/null 2>&1; do :; done ) &
     done
     sleep 2
     local tid
     tid=$(ps -T -p "$P" -o spid=,comm= | awk '$2 == "fwd-control" {print $1}')
-    local t0 t1 c0 c1
-    c0=$(cpu "$P" "$tid")
+    local t0 t1 c0 c1 q0 q1
+    read -r c0 q0 < <(times "$P" "$tid")
     t0=$(date +%s.%N)
     "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del" > /dev/null
     t1=$(date +%s.%N)
-    c1=$(cpu "$P" "$tid")
+    read -r c1 q1 < <(times "$P" "$tid")
     pkill -f "fwdctl -s $WORK/fwd.sock route show" || true
     kill -INT "$P"
     wait "$P" || true
     P=""
     wait 2> /dev/null || true
-    awk -v a="$t0" -v b="$t1" -v c="$c0" -v d="$c1" 'BEGIN {printf "%.2f %.2f\n", b - a, d - c}'
+    awk -v a="$t0" -v b="$t1" -v c="$c0" -v d="$c1" -v e="$q0" -v f="$q1" \
+        'BEGIN {printf "%.2f %.2f %.3f\n", b - a, d - c, f - e}'
 }
 
 rows=""
@@ -72,26 +82,27 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for side in this base; do
         bin="$BIN/fwd"
         [ "$side" = base ] && bin="$BASE"
-        read -r w0 c0 < <(one "$bin" 0)
-        read -r w1 c1 < <(one "$bin" "$DUMPERS")
+        read -r w0 c0 q0 < <(one "$bin" 0)
+        read -r w1 c1 q1 < <(one "$bin" "$DUMPERS")
         ratio=$(awk -v a="$w1" -v b="$w0" 'BEGIN {printf "%.2f", a / b}')
-        rows="$rows| $r | $side | $w0 | $c0 | $w1 | $c1 | x$ratio |
+        rows="$rows| $r | $side | $w0 | $c0 | $q0 | $w1 | $c1 | $q1 | x$ratio |
 "
     done
 done
 {
     echo "# Dumps vs the writer: the full view deleted in one batch, alone and under $DUMPERS dumping clients"
     echo
-    echo "- command: \`deploy/bench/dumps.sh $BASE \"$LABEL\" $ROUNDS $DUMPERS\`"
+    echo "- command: \`${DUMPER_CPUS:+DUMPER_CPUS=$DUMPER_CPUS }deploy/bench/dumps.sh $BASE \"$LABEL\" $ROUNDS $DUMPERS\`"
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id); baseline: $LABEL"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- $(wc -l < "$WORK/v4.txt") IPv4 routes (\$FWD_DATA/routing) added, then deleted by one \`fwdctl -b\`;"
     echo "  the dumpers loop on \`fwdctl route show\`. The control lcore is on CPU 0, the worker on CPU 1."
-    echo "- wall: the delete's \`fwdctl -b\` (parse, send, apply, publish); control CPU: the fwd-control"
-    echo "  thread's CPU time (user + system, /proc) over the same span."
+    echo "- wall: the delete's \`fwdctl -b\` (parse, send, apply, publish); control CPU and wait: the"
+    echo "  fwd-control thread's time on a CPU and its run-queue wait over the same span (schedstat)."
+    [ -n "$DUMPER_CPUS" ] && echo "- the dumping clients pinned to CPUs $DUMPER_CPUS (DUMPER_CPUS)."
     echo
-    echo "| round | build | delete alone: wall s | control CPU s | with $DUMPERS dumpers: wall s | control CPU s | wall ratio |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| round | build | delete alone: wall s | control CPU s | control wait s | with $DUMPERS dumpers: wall s | control CPU s | control wait s | wall ratio |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     printf '%s' "$rows"
 } > "$OUT"
 cat "$OUT"
