@@ -78,7 +78,10 @@ setup_host() {
     fi
     if [ "${1:-}" = --hugepages ]; then
         local want="$2" free
-        echo "$want" > /proc/sys/vm/nr_hugepages 2> /dev/null || true
+        # Only ever more: a larger reservation stays as it is.
+        if [ "$(cat /proc/sys/vm/nr_hugepages)" -lt "$want" ]; then
+            echo "$want" > /proc/sys/vm/nr_hugepages 2> /dev/null || true
+        fi
         free=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)
         if [ "${free:-0}" -lt "$want" ]; then
             echo "$0: only ${free:-0} of $want hugepages: every program runs --no-huge" >&2

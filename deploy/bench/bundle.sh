@@ -21,14 +21,18 @@
 # DIR/exe holds the programs, DIR/lib their libraries and the loader,
 # DIR/pmds links to the PMDs there (the EAL loads them as plugins from the
 # directory it was built with, which setup_host makes from these links),
-# DIR/release and DIR/bin
-# small scripts that run each program through the loader.
+# DIR/release and DIR/bin small scripts that run each program through the
+# loader. An existing DIR is replaced only if it is a bundle.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 DIR="${1:?usage: deploy/bench/bundle.sh DIR [NAME=PATH...]}"
 shift
 EXTRA=("$@")
 
+if [ -e "$DIR" ] && [ ! -f "$DIR/pmd-dir" ]; then
+    echo "$0: $DIR exists and is not a bundle: not replacing it" >&2
+    exit 1
+fi
 setup_host > /dev/null
 build_release
 rm -rf "$DIR"

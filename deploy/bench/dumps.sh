@@ -40,10 +40,10 @@ trap cleanup EXIT
 full_view_batches "$WORK"
 write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "dumps$$"
 
-# times PID TID: "CPU WAIT" of the thread so far, in seconds: its time on a
+# thread_times PID TID: "CPU WAIT" of the thread so far, in seconds: its time on a
 # CPU, and its time runnable but waiting for one (the scheduler's run-queue
 # delay, /proc/.../schedstat).
-times() {
+thread_times() {
     awk '{printf "%.3f %.3f\n", $1 / 1e9, $2 / 1e9}' "/proc/$1/task/$2/schedstat"
 }
 
@@ -63,11 +63,11 @@ one() {
     local tid
     tid=$(ps -T -p "$P" -o spid=,comm= | awk '$2 == "fwd-control" {print $1}')
     local t0 t1 c0 c1 q0 q1
-    read -r c0 q0 < <(times "$P" "$tid")
+    read -r c0 q0 < <(thread_times "$P" "$tid")
     t0=$(date +%s.%N)
     "$CTL" -s "$WORK/fwd.sock" -b "$WORK/routes.del" > /dev/null
     t1=$(date +%s.%N)
-    read -r c1 q1 < <(times "$P" "$tid")
+    read -r c1 q1 < <(thread_times "$P" "$tid")
     pkill -f "fwdctl -s $WORK/fwd.sock route show" || true
     kill -INT "$P"
     wait "$P" || true

@@ -39,10 +39,9 @@
 pub const DUMP_NICE: i32 = 19;
 
 /// Runs `f` on a scoped thread named `fwd-ctl-dump` under SCHED_IDLE and at
-/// nice [`DUMP_NICE`],
-/// on CPU `cpu` when given (else where the caller may run), and returns its
-/// result; inline at the caller's priority and CPUs if no thread can be
-/// made. A panic in `f` is resumed on the caller.
+/// nice [`DUMP_NICE`], on CPU `cpu` when given (else where the caller may
+/// run), and returns its result; inline at the caller's priority and CPUs if
+/// no thread can be made. A panic in `f` is resumed on the caller.
 pub fn run<R: Send>(cpu: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
     // The slot gives the work back when the thread cannot be made (the
     // builder drops the closure it was given).
