@@ -51,6 +51,13 @@ pub fn management(start: &[usize], workers: &[usize], control: Option<usize>) ->
     }
 }
 
+/// The CPU dumps run on (`control::server::low_priority`): the control
+/// lcore's, unless it is a worker's too (a layout preflight warns about),
+/// where a busy-polling worker would leave a dump no time at all.
+pub fn dump_cpu(workers: &[usize], control: Option<usize>) -> Option<usize> {
+    control.filter(|c| !workers.contains(c))
+}
+
 /// The CPUs the calling thread may run on, in increasing order.
 ///
 /// # Errors
@@ -162,6 +169,13 @@ mod tests {
         // A control CPU outside the start set changes nothing; order and
         // repeats of the start set do not matter.
         assert_eq!(management(&[3, 2, 2, 5], &[5], Some(7)), vec![2, 3]);
+    }
+
+    #[test]
+    fn dumps_go_to_the_control_cpu_unless_a_worker_polls_it() {
+        assert_eq!(dump_cpu(&[1, 2], Some(0)), Some(0));
+        assert_eq!(dump_cpu(&[1, 2], Some(2)), None);
+        assert_eq!(dump_cpu(&[1, 2], None), None);
     }
 
     #[test]

@@ -467,7 +467,7 @@ fn run() -> Result<()> {
             fpm: Arc::clone(&fpm_status),
             taps: trace_taps,
             workers: cfg.workers.len(),
-            dump_cpu: cfg.control.cpu,
+            dump_cpu: fwd::cpus::dump_cpu(&cfg.worker_cpus(), cfg.control.cpu),
         },
     )
     .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;

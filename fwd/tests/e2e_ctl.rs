@@ -14,7 +14,7 @@ use std::process::Command;
 
 use common::fwdctl_output as fwdctl;
 use common::*;
-use ctl::wire::{Request, Response};
+use ctl::wire::{Request, Response, RouteFilter};
 
 fn config(tag: &str, sock: &Path, extra: &str) -> String {
     format!(
@@ -364,22 +364,6 @@ control:
     wait_ready(&mut d.0);
     // A session thread exists while a client is connected.
     let _client = ctl::Client::connect(&sock).expect("connect");
-    let threads = |pid: u32| -> Vec<(String, String)> {
-        let mut v = Vec::new();
-        for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-            let t = t.unwrap().path();
-            let comm = std::fs::read_to_string(t.join("comm")).unwrap_or_default();
-            let status = std::fs::read_to_string(t.join("status")).unwrap_or_default();
-            let cpus = status
-                .lines()
-                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            v.push((comm.trim().to_string(), cpus));
-        }
-        v
-    };
     let start = fwd::cpus::current().unwrap();
     let want = fwd::cpus::format_cpulist(&fwd::cpus::management(&start, &[1], None));
     let seen = wait_for(
@@ -387,21 +371,120 @@ control:
         std::time::Duration::from_secs(30),
         || {
             let t = threads(d.0.id());
-            t.iter().any(|(c, _)| c == "fwd-ctl-conn").then_some(t)
+            t.iter().any(|t| t.name == "fwd-ctl-conn").then_some(t)
         },
         || format!("threads: {:?}", threads(d.0.id())),
     );
     for name in ["fwd", "fwd-control", "fwd-ctl-accept", "fwd-ctl-conn"] {
-        let (_, cpus) = seen
+        let t = seen
             .iter()
-            .find(|(c, _)| c == name)
+            .find(|t| t.name == name)
             .unwrap_or_else(|| panic!("no thread {name} in {seen:?}"));
-        assert_eq!(cpus, &want, "{name}: {seen:?}");
+        assert_eq!(t.cpus, want, "{name}: {seen:?}");
     }
-    let (_, worker) = seen
+    let worker = seen
         .iter()
-        .find(|(c, _)| c == "rte-worker-1")
+        .find(|t| t.name == "rte-worker-1")
         .unwrap_or_else(|| panic!("no worker thread in {seen:?}"));
-    assert_eq!(worker, "1", "{seen:?}");
+    assert_eq!(worker.cpus, "1", "{seen:?}");
     assert!(!want.split(',').any(|c| c == "1"), "{want}");
+}
+
+/// One thread of a process, as /proc shows it.
+#[derive(Debug)]
+struct ThreadInfo {
+    name: String,
+    /// The CPUs it may run on, as the kernel lists them (`0,2-5`).
+    cpus: String,
+    /// Its scheduling policy (`SCHED_*`).
+    policy: i32,
+}
+
+/// The threads of process `pid` (those that end while being read are left out).
+fn threads(pid: u32) -> Vec<ThreadInfo> {
+    let mut v = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let t = t.unwrap().path();
+        let read = |f: &str| std::fs::read_to_string(t.join(f)).ok();
+        let (Some(comm), Some(status), Some(stat)) = (read("comm"), read("status"), read("stat"))
+        else {
+            continue;
+        };
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        // After the name's closing parenthesis the fields start at the
+        // third (the state); the policy is the 41st.
+        let policy = stat
+            .rsplit_once(") ")
+            .and_then(|(_, f)| f.split(' ').nth(38))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(-1);
+        v.push(ThreadInfo {
+            name: comm.trim().to_string(),
+            cpus,
+            policy,
+        });
+    }
+    v
+}
+
+/// A dump runs on a thread of its own on the control lcore's CPU
+/// (`control.cpu`), under SCHED_IDLE: seen in /proc while a client holds a
+/// dump of 20,000 routes open (the dump thread waits on the full socket).
+#[test]
+fn dumps_run_on_the_control_cpu_under_sched_idle() {
+    let dir = TempDir::new("dumpcpu");
+    let sock = dir.path("fwd.sock");
+    let cfg = format!(
+        "{eal}ports:
+  - {{name: p0, device: 'net_null_adumpcpu,no-rx=1', addresses: [10.0.0.1/24]}}
+workers:
+  - {{lcore: 1, rx: [{{port: p0}}]}}
+control:
+  socket: {sock}
+  cpu: 0
+",
+        eal = eal_yaml("dumpcpu"),
+        sock = sock.display(),
+    );
+    let mut d = Daemon(spawn_fwd(&dir, &cfg, &[]));
+    wait_ready(&mut d.0);
+    let batch = dir.path("routes.batch");
+    let lines: String = (0..20_000u32)
+        .map(|i| {
+            format!(
+                "route add 10.{}.{}.0/24 via 10.0.0.2\n",
+                100 + i / 256,
+                i % 256
+            )
+        })
+        .collect();
+    std::fs::write(&batch, lines).unwrap();
+    ok(fwdctl(&sock, &["-b", batch.to_str().unwrap()]));
+    let pid = d.0.id();
+    let mut c = ctl::Client::connect(&sock).expect("connect");
+    let mut dump = None;
+    c.call_stream(&Request::RouteShow(RouteFilter::default()), |_| {
+        dump = Some(wait_for(
+            "the dump thread",
+            std::time::Duration::from_secs(30),
+            || threads(pid).into_iter().find(|t| t.name == "fwd-ctl-dump"),
+            || format!("threads: {:?}", threads(pid)),
+        ));
+        std::ops::ControlFlow::Break(())
+    })
+    .expect("route show");
+    let dump = dump.expect("an item came");
+    assert_eq!(dump.cpus, "0", "{dump:?}");
+    assert_eq!(dump.policy, libc::SCHED_IDLE, "{dump:?}");
+    // The session that asked for it stays where the management threads are.
+    let conn = threads(pid)
+        .into_iter()
+        .find(|t| t.name == "fwd-ctl-conn")
+        .expect("the session thread");
+    assert_ne!(conn.policy, libc::SCHED_IDLE, "{conn:?}");
 }

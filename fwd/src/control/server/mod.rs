@@ -86,7 +86,8 @@ pub struct ServerContext {
     pub workers: usize,
     /// The CPU dumps run on (at the lowest priority): the control lcore's,
     /// where they get only the time the writer leaves idle
-    /// ([`low_priority`]). None: wherever the session runs.
+    /// ([`low_priority`], `crate::cpus::dump_cpu`). None: wherever the
+    /// session runs.
     pub dump_cpu: Option<usize>,
 }
 
