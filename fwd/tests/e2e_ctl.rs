@@ -435,6 +435,7 @@ fn threads(pid: u32) -> Vec<ThreadInfo> {
 /// A dump runs on a thread of its own on the control lcore's CPU
 /// (`control.cpu`), under SCHED_IDLE: seen in /proc while a client holds a
 /// dump of 20,000 routes open (the dump thread waits on the full socket).
+/// `fwdctl route show` runs under SCHED_IDLE as well.
 #[test]
 fn dumps_run_on_the_control_cpu_under_sched_idle() {
     let dir = TempDir::new("dumpcpu");
@@ -487,4 +488,25 @@ control:
         .find(|t| t.name == "fwd-ctl-conn")
         .expect("the session thread");
     assert_ne!(conn.policy, libc::SCHED_IDLE, "{conn:?}");
+    // fwdctl, the dump's client, gives way too: seen while it waits on a
+    // pipe nobody reads (20,000 routes are more than a pipe holds).
+    let mut client = std::process::Command::new(fwdctl_bin())
+        .args(["-s", sock.to_str().unwrap(), "route", "show"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn fwdctl");
+    let cpid = client.id();
+    let policy = wait_for(
+        "fwdctl under SCHED_IDLE",
+        std::time::Duration::from_secs(30),
+        || {
+            threads(cpid)
+                .into_iter()
+                .find(|t| t.policy == libc::SCHED_IDLE)
+        },
+        || format!("fwdctl's threads: {:?}", threads(cpid)),
+    );
+    assert_eq!(policy.name, "fwdctl");
+    client.kill().unwrap();
+    client.wait().unwrap();
 }

@@ -21,6 +21,8 @@ use ctl::{Client, ClientError};
 
 // Beside the binary's root, in its own directory (a file directly in
 // src/bin/ would be taken for another binary).
+#[path = "fwdctl/idle.rs"]
+mod idle;
 #[path = "fwdctl/output.rs"]
 mod output;
 #[path = "fwdctl/table.rs"]
@@ -217,6 +219,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let stdout = io::stdout().lock();
     let out = io::BufWriter::with_capacity(256 * 1024, stdout);
     if req.is_stream() {
+        // A bulk read: it waits for the appliance, never the other way.
+        idle::give_way();
         let mut printer = output::StreamOut::new(out, &req, json);
         let mut failed: Option<io::Error> = None;
         let result = client.call_stream(&req, |item| match printer.item(&item) {
