@@ -148,7 +148,8 @@ fn run() -> Result<()> {
     let start_cpus = fwd::cpus::current().context("reading the CPU affinity")?;
     let eal = Eal::init(&eal_args)?;
     // Every thread made from here on inherits this thread's CPUs (fwd::cpus).
-    let management = fwd::cpus::management(&start_cpus, &cfg.worker_cpus(), cfg.control.cpu);
+    let worker_cpus = cfg.worker_cpus();
+    let management = fwd::cpus::management(&start_cpus, &worker_cpus, cfg.control.cpu);
     fwd::cpus::confine_current(&management)
         .with_context(|| format!("confining the management threads to CPUs {management:?}"))?;
     eprintln!(
@@ -467,7 +468,7 @@ fn run() -> Result<()> {
             fpm: Arc::clone(&fpm_status),
             taps: trace_taps,
             workers: cfg.workers.len(),
-            dump_cpu: fwd::cpus::dump_cpu(&cfg.worker_cpus(), cfg.control.cpu),
+            dump_cpu: fwd::cpus::dump_cpu(&worker_cpus, cfg.control.cpu),
         },
     )
     .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;

@@ -35,6 +35,33 @@ control:
     )
 }
 
+/// Starts a daemon with one silent net_null port and one worker (lcore 1);
+/// `eal` and `control` are more lines for those sections (each indented two
+/// spaces, newline-terminated). Returns it and its control socket.
+fn start_one_port(
+    dir: &TempDir,
+    tag: &str,
+    eal: &str,
+    control: &str,
+) -> (Daemon, std::path::PathBuf) {
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path("fwd.sock");
+    let cfg = format!(
+        "{base}{eal}ports:
+  - {{name: p0, device: 'net_null_a{tag},no-rx=1', addresses: [10.0.0.1/24]}}
+workers:
+  - {{lcore: 1, rx: [{{port: p0}}]}}
+control:
+  socket: {sock}
+{control}",
+        base = eal_yaml(tag),
+        sock = sock.display(),
+    );
+    let mut d = Daemon(spawn_fwd(dir, &cfg, &[]));
+    wait_ready(&mut d.0);
+    (d, sock)
+}
+
 fn generation(sock: &Path) -> u64 {
     let mut c = ctl::Client::connect(sock).expect("connect");
     match c.call(&Request::Status {}).expect("status") {
@@ -296,21 +323,7 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
 #[test]
 fn an_idle_worker_reports_every_generation() {
     let dir = TempDir::new("idle");
-    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let sock = dir.path("fwd.sock");
-    let cfg = format!(
-        "{eal}ports:
-  - {{name: p0, device: 'net_null_aidle,no-rx=1', addresses: [10.0.0.1/24]}}
-workers:
-  - {{lcore: 1, rx: [{{port: p0}}]}}
-control:
-  socket: {sock}
-",
-        eal = eal_yaml("idle"),
-        sock = sock.display(),
-    );
-    let mut d = Daemon(spawn_fwd(&dir, &cfg, &[]));
-    wait_ready(&mut d.0);
+    let (d, sock) = start_one_port(&dir, "idle", "", "");
     for i in 0..5 {
         ok(fwdctl(
             &sock,
@@ -347,21 +360,7 @@ control:
 #[test]
 fn management_threads_stay_off_the_workers_cpus() {
     let dir = TempDir::new("cpus");
-    let sock = dir.path("fwd.sock");
-    let cfg = format!(
-        "{eal}  main_cpu: 1
-ports:
-  - {{name: p0, device: 'net_null_acpus,no-rx=1', addresses: [10.0.0.1/24]}}
-workers:
-  - {{lcore: 1, rx: [{{port: p0}}]}}
-control:
-  socket: {sock}
-",
-        eal = eal_yaml("cpus"),
-        sock = sock.display(),
-    );
-    let mut d = Daemon(spawn_fwd(&dir, &cfg, &[]));
-    wait_ready(&mut d.0);
+    let (d, sock) = start_one_port(&dir, "cpus", "  main_cpu: 1\n", "");
     // A session thread exists while a client is connected.
     let _client = ctl::Client::connect(&sock).expect("connect");
     let start = fwd::cpus::current().unwrap();
@@ -439,21 +438,7 @@ fn threads(pid: u32) -> Vec<ThreadInfo> {
 #[test]
 fn dumps_run_on_the_control_cpu_under_sched_idle() {
     let dir = TempDir::new("dumpcpu");
-    let sock = dir.path("fwd.sock");
-    let cfg = format!(
-        "{eal}ports:
-  - {{name: p0, device: 'net_null_adumpcpu,no-rx=1', addresses: [10.0.0.1/24]}}
-workers:
-  - {{lcore: 1, rx: [{{port: p0}}]}}
-control:
-  socket: {sock}
-  cpu: 0
-",
-        eal = eal_yaml("dumpcpu"),
-        sock = sock.display(),
-    );
-    let mut d = Daemon(spawn_fwd(&dir, &cfg, &[]));
-    wait_ready(&mut d.0);
+    let (d, sock) = start_one_port(&dir, "dumpcpu", "", "  cpu: 0\n");
     let batch = dir.path("routes.batch");
     let lines: String = (0..20_000u32)
         .map(|i| {
