@@ -186,8 +186,8 @@ write_loaded_batch() {
 # Runs the fwd binary $1 on config $2 for $4 s with stats every $5 s, its
 # output in $3.out / $3.err; with a batch file $6, loads it over the control
 # socket $7 once the daemon forwards (the seconds it took in $3.load_s).
-# Prints the rates of the last two intervals (Mpps; the first interval
-# includes start-up and the load).
+# Prints the rates of the last two intervals (Mpps, summed over the input
+# ports; the first interval includes start-up and the load).
 run_replay() {
     local bin="$1" cfg="$2" out="$3" secs="$4" every="$5" batch="${6:-}" sock="${7:-}"
     timeout -s INT "$secs" "$bin" "$cfg" --stats-interval "$every" > "$out.out" 2> "$out.err" &
@@ -205,24 +205,35 @@ run_replay() {
         awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}' > "$out.load_s"
     fi
     wait "$pid" || true
-    grep -o 'in: rx *[0-9.]* Mpps' "$out.out" | awk '{print $3}' | tail -n 2
+    # The sum over the input ports (`in`, and `in1`... with more workers).
+    awk '/(^| )in: rx/ {s = 0; for (i = 1; i < NF; i++) if ($i ~ /^in[0-9]*:$/ && $(i + 1) == "rx") s += $(i + 2); print s}' \
+        "$out.out" | tail -n 2
 }
 
 # dpdk-testpmd in forward mode $1 on the replay recipe's vdevs and lcores
 # (net_pcap replaying $2 endlessly -> net_null, one forwarding core on CPU
-# 1) for $3 s with stats every $4 s, its output in $5. Prints port 0's Rx
-# rates of the last two periods (Mpps; the first includes start-up).
+# 1) for $3 s with stats every $4 s, its output in $5. Prints the Rx rates of
+# the last two periods (Mpps; the first includes start-up). With $6 = N
+# forwarding cores (default 1), N such port pairs (net_pcapK -> net_nullK,
+# ports 2K and 2K+1), lcore k on CPU k mod the CPU count, as
+# write_replay_config places fwd's workers; the rates are then the sum over
+# the N net_pcap ports.
 run_testpmd() {
-    local mode="$1" pcap="$2" secs="$3" every="$4" out="$5"
-    local mem=(--in-memory)
+    local mode="$1" pcap="$2" secs="$3" every="$4" out="$5" cores="${6:-1}"
+    local mem=(--in-memory) vdevs=() lcores="0@0" ncpu k
     [ "$BENCH_HUGEPAGES" = true ] || mem=(--no-huge -m 1024)
-    timeout -s INT "$secs" dpdk-testpmd -l 0,1 "${mem[@]}" --no-pci --no-telemetry \
-        --file-prefix "tpmd$$" \
-        --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
-        -- --forward-mode="$mode" --auto-start --stats-period "$every" --nb-cores=1 \
+    ncpu=$(nproc)
+    for ((k = 0; k < cores; k++)); do
+        vdevs+=(--vdev "net_pcap$k,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null$k,no-rx=1")
+        lcores="$lcores,$((k + 1))@$(((k + 1) % ncpu))"
+    done
+    timeout -s INT "$secs" dpdk-testpmd --lcores "$lcores" "${mem[@]}" --no-pci --no-telemetry \
+        --file-prefix "tpmd$$" "${vdevs[@]}" \
+        -- --forward-mode="$mode" --auto-start --stats-period "$every" --nb-cores="$cores" \
         --rxq=1 --txq=1 --burst=32 < /dev/null > "$out" 2>&1 || true
-    awk '/NIC statistics for port/ {p = ($6 == "0")} p && /Rx-pps:/ {print $2/1e6}' \
-        "$out" | tail -n 2
+    awk -v last=$((2 * cores - 1)) '/NIC statistics for port/ {port = $6}
+        /Rx-pps:/ && port % 2 == 0 {s += $2}
+        /Tx-pps:/ && port == last {print s / 1e6; s = 0}' "$out" | tail -n 2
 }
 
 # The replay recipe's address family, from $FAMILY (4, the default, or 6):
@@ -261,8 +272,23 @@ replay_prefix6() {
     printf 'fd01:0:%x:%x::/64\n' $((d >> 16)) $((d & 0xffff))
 }
 
+# write_replay_config PCAP CFG ROUTES OUTDEV [HUGEPAGES] [FAMILY] [WORKERS]:
+# the replay recipe's daemon config. WORKERS (default 1) worker lcores,
+# each with an input port of its own replaying PCAP (`in`, then `in1`,
+# `in2`...: net_pcap0, net_pcap1...) and its own TX queue on `out`; worker k
+# is lcore k+1 on CPU (k+1) mod the CPU count, so with as many workers as
+# CPUs the last shares CPU 0 with the main lcore (deploy/bench/scaling.sh).
 write_replay_config() {
     local pcap="$1" cfg="$2" nroutes="$3" outdev="$4" hugepages="${5:-false}" family="${6:-4}"
+    local workers="${7:-1}" ncpu k txq=""
+    ncpu=$(nproc)
+    # Every worker has a TX queue on every port; net_pcap has one per
+    # tx_pcap (without any, one that drops what it is given).
+    if [ "$workers" -gt 1 ]; then
+        for ((k = 0; k < workers; k++)); do
+            txq="$txq,tx_pcap=/dev/null"
+        done
+    fi
     local in_addr="10.0.0.254/16" out_addr="10.9.0.1/24" gw="10.9.0.2"
     if [ "$family" = 6 ]; then
         in_addr="'fd00::ffff:fffe/64'" out_addr="'fd09::1/64'" gw="'fd09::2'"
@@ -274,14 +300,24 @@ write_replay_config() {
         echo "  memory_mb: 1024"
         echo "ports:"
         echo "  - name: in"
-        echo "    device: net_pcap0,rx_pcap=$pcap,infinite_rx=1"
+        echo "    device: net_pcap0,rx_pcap=$pcap,infinite_rx=1$txq"
         echo "    addresses: [$in_addr]"
+        for ((k = 1; k < workers; k++)); do
+            echo "  - name: in$k"
+            echo "    device: net_pcap$k,rx_pcap=$pcap,infinite_rx=1$txq"
+        done
         echo "  - name: out"
         echo "    device: $outdev"
         echo "    addresses: [$out_addr]"
         echo "workers:"
         echo "  - lcore: 1"
+        echo "    cpu: $((1 % ncpu))"
         echo "    rx: [{port: in}, {port: out}]"
+        for ((k = 1; k < workers; k++)); do
+            echo "  - lcore: $((k + 1))"
+            echo "    cpu: $(((k + 1) % ncpu))"
+            echo "    rx: [{port: in$k}]"
+        done
         echo "neighbours:"
         echo "  - {ip: $gw, mac: \"02:00:00:00:09:02\", port: out}"
         echo "routes:"
