@@ -492,14 +492,19 @@ impl Fib<32> {
     pub(crate) fn lookup_burst(&self, dsts: &[u32], out: &mut [u32]) {
         let mut at = [&0u32; BURST_MAX];
         let out = &mut out[..dsts.len()];
-        self.first_level(dsts.iter().map(|&d| (d >> 8) as usize), &mut at, out);
-        for (o, &d) in out.iter_mut().zip(dsts) {
-            if *o & EXT != 0 {
-                *o = *self
+        self.first_level(dsts.iter().map(|&d| (d >> 8) as usize), &mut at);
+        // Each lane's entry loaded, and a group's second level taken, in one
+        // pass (`bench-results/fib.md`, 2026-12-04).
+        for ((o, &d), a) in out.iter_mut().zip(dsts).zip(at.iter()) {
+            let e = **a;
+            *o = if e & EXT == 0 {
+                e
+            } else {
+                *self
                     .pool
                     .tbl
-                    .get((((*o & !EXT) as usize) << 8) | (d & 0xff) as usize);
-            }
+                    .get((((e & !EXT) as usize) << 8) | (d & 0xff) as usize)
+            };
         }
     }
 }
@@ -527,9 +532,15 @@ impl Fib<128> {
     pub(crate) fn lookup_burst(&self, dsts: &[u128], out: &mut [u32]) {
         let mut at = [&0u32; BURST_MAX];
         let out = &mut out[..dsts.len()];
-        self.first_level(dsts.iter().map(|&d| (d >> 104) as usize), &mut at, out);
+        self.first_level(dsts.iter().map(|&d| (d >> 104) as usize), &mut at);
+        let mut any = 0;
+        for (o, a) in out.iter_mut().zip(at.iter()) {
+            let v = **a;
+            *o = v;
+            any |= v;
+        }
         // No lane descends (always so without groups).
-        let mut any = out.iter().fold(0, |a, &e| a | e) & EXT;
+        any &= EXT;
         if any == 0 {
             return;
         }
@@ -632,29 +643,27 @@ impl Fib<128> {
 }
 
 impl<const W: u32> Fib<W> {
-    /// The first level of a burst lookup: `out[k]` is the first-level
-    /// entry at the k-th index of `idx`. Every lane's entry is prefetched before any is
-    /// loaded, so the whole burst's cache misses are in flight together
-    /// (plain loads alone overlap only as many as the core's reorder window
-    /// holds: 16.6 vs 27.5 ns per lookup on random IPv4 addresses,
-    /// `bench-results/fib.md`). Each lane's entry address is kept in `at`
-    /// from its prefetch to its load, so the directory is walked once
-    /// (walking it again measured 5-10% slower at bursts of 64 once it had
-    /// three levels, `bench-results/route.md`). At most [`BURST_MAX`] lanes.
+    /// The first level of a burst lookup: `at[k]` is the first-level
+    /// entry at the k-th index of `idx`, asked for (prefetched). Every
+    /// lane's entry is asked for before the caller loads any (`**at[k]`,
+    /// in the same pass as its first use of them), so the whole burst's
+    /// cache misses are in flight together (plain loads alone overlap only
+    /// as many as the core's reorder window holds: 16.6 vs 27.5 ns per
+    /// lookup on random IPv4 addresses, `bench-results/fib.md`). Each lane's
+    /// entry address is kept in `at` from its prefetch to its load, so the
+    /// directory is walked once (walking it again measured 5-10% slower at
+    /// bursts of 64 once it had three levels, `bench-results/route.md`). At
+    /// most [`BURST_MAX`] lanes.
     #[inline(always)]
     fn first_level<'a>(
         &'a self,
         idx: impl ExactSizeIterator<Item = usize>,
         at: &mut [&'a u32; BURST_MAX],
-        out: &mut [u32],
     ) {
-        assert!(idx.len() <= BURST_MAX && idx.len() == out.len());
+        assert!(idx.len() <= BURST_MAX);
         for (a, i) in at.iter_mut().zip(idx) {
             *a = self.tbl24.get(i);
             arch::prefetch(*a);
-        }
-        for (o, a) in out.iter_mut().zip(at.iter()) {
-            *o = **a;
         }
     }
 }
