@@ -35,9 +35,10 @@
 //!   entries carry no depth and no route ever rewrites the whole table. A range
 //!   that covers whole pages points them at one shared uniform page instead of
 //!   writing them, so a default route or a /8 costs pointers, not megabytes, and
-//!   the full IPv4 view's FIB is 44 MiB rather than 64. Burst lookups load the
-//!   first-level entries of the whole burst before using any (overlapping the
-//!   misses) and descend the IPv6 levels branch-free across the burst.
+//!   the full IPv4 view's FIB is 44 MiB rather than 64. Burst lookups ask for
+//!   (prefetch) the first-level entries of the whole burst before loading any
+//!   (overlapping the misses), load them in the pass that uses them, and
+//!   descend the IPv6 levels branch-free across the burst.
 //! * Next hops and ECMP groups ([`nexthop`]): tables indexed by id with reference
 //!   counts; a next-hop update is visible to every route using it at once; groups
 //!   expand weights into a power-of-two slot table indexed by the flow hash.
