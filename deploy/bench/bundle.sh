@@ -81,6 +81,8 @@ for o in "${objects[@]}"; do
 done | sort -u | while read -r lib; do
     cp -L "$lib" "$DIR/lib/"
 done
+# fib.sh's shim that hands dpdk-test-fib's bulks to rte_fib in halves.
+cc -O2 -shared -fPIC -o "$DIR/lib/libfib_bulk.so" "$ROOT/deploy/bench/fib_bulk.c" -ldl
 LOADER="$(basename "$(ldd "$DIR/exe/fwd" | awk '/ld-linux/ {print $1}')")"
 [ -f "$DIR/lib/$LOADER" ] || { echo "$0: the loader $LOADER was not copied" >&2; exit 1; }
 

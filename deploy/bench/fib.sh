@@ -19,7 +19,10 @@
 # Method: dpdk-test-fib times one pass of rte_fib_lookup_bulk over its 2^20
 # addresses in bulks of 64 and prints the mean in TSC cycles (converted
 # here with the TSC rate the EAL reports); bench_route prints the best of 5
-# passes per burst size. Both sides use 4 KiB pages (DPDK with --no-huge,
+# passes per burst size. rte_fib also runs at the worker's burst of 32:
+# dpdk-test-fib again with deploy/bench/fib_bulk.c preloaded, which hands
+# its bulks of 64 to rte_fib as two of 32 (rte_lpm's bulk lookup is inline
+# in the tool: 64 only). Both sides use 4 KiB pages (DPDK with --no-huge,
 # our FIB in ordinary heap memory), or both large pages with LARGE=1.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
@@ -37,6 +40,14 @@ WORK="$(mktemp -d /tmp/fwd-fib.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
 "$OURS" --only lookup --dpdk-files "$WORK" > /dev/null
+# The bulk-splitting shim: compiled here, or the bundle's (bundle.sh).
+SHIM=""
+if [ -n "${FWD_BUNDLE:-}" ]; then
+    [ -f "$FWD_BUNDLE/lib/libfib_bulk.so" ] && SHIM="$FWD_BUNDLE/lib/libfib_bulk.so"
+elif cc -O2 -shared -fPIC -o "$WORK/libfib_bulk.so" "$ROOT/deploy/bench/fib_bulk.c" -ldl; then
+    SHIM="$WORK/libfib_bulk.so"
+fi
+[ -n "$SHIM" ] || echo "$0: no deploy/bench/fib_bulk.c shim: rte_fib at bulks of 64 only" >&2
 
 EAL=(--no-pci --no-huge -m 3000 --no-shconf --no-telemetry --file-prefix "fib$$" -l "$CPU")
 pages="4 KiB pages on both sides"
@@ -93,6 +104,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
         read -r f l < <(dpdk "v6_lookup_$t.txt" "${V6[@]}")
         add "dpdk fib|IPv6 $label|64" "$(ns "$f")"
         add "dpdk lpm|IPv6 $label|64" "$(ns "$l")"
+        if [ -n "$SHIM" ]; then
+            read -r f _ < <(LD_PRELOAD="$SHIM" FIB_BULK=32 dpdk "v4_lookup_$t.txt" -f "$WORK/v4_routes.txt")
+            add "dpdk fib|IPv4 $label|32" "$(ns "$f")"
+            read -r f _ < <(LD_PRELOAD="$SHIM" FIB_BULK=32 dpdk "v6_lookup_$t.txt" -6 -g 400000 -f "$WORK/v6_routes.txt")
+            add "dpdk fib|IPv6 $label|32" "$(ns "$f")"
+        fi
     done
 done
 
@@ -107,18 +124,21 @@ med() { stat "$1" | cut -d' ' -f1; }
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; TSC $((tsc_khz / 1000)) MHz; DPDK $(dpdk_version); CPU $CPU for every program"
     echo "- tables: $FWD_DATA/routing (901,899 IPv4 and 160,147 IPv6 prefixes), 2^20 addresses per row, the same files for both sides"
-    echo "- ours: \`*_burst\` of 32 (the worker's burst) and of 64, best of 5 passes; DPDK: rte_fib_lookup_bulk in bulks of 64, mean of one pass (dpdk-test-fib, default lookup function); $pages"
+    echo "- ours: \`*_burst\` of 32 (the worker's burst) and of 64, best of 5 passes; DPDK: rte_fib_lookup_bulk in bulks of 64$([ -n "$SHIM" ] && echo " and of 32 (deploy/bench/fib_bulk.c)"), rte_lpm's in bulks of 64, mean of one pass (dpdk-test-fib, default lookup function); $pages"
     echo
     echo "Median (min-max) of $ROUNDS alternating rounds:"
     echo
-    echo "| addresses | ours, burst 32 | ours, burst 64 |${BASE:+ base, burst 32 | base, burst 64 |} rte_fib / rte_fib6 | rte_lpm / rte_lpm6 | ours 64 / rte_fib |"
-    echo "|---|---|---|${BASE:+---|---|}---|---|---|"
+    echo "| addresses | ours, burst 32 | ours, burst 64 |${BASE:+ base, burst 32 | base, burst 64 |} rte_fib / rte_fib6, bulk 32 | rte_fib / rte_fib6, bulk 64 | rte_lpm / rte_lpm6 | ours / rte_fib, 32 | ours / rte_fib, 64 |"
+    echo "|---|---|---|${BASE:+---|---|}---|---|---|---|---|"
     for name in "IPv4 uniform random" "IPv4 drawn from the table" "IPv6 uniform random" "IPv6 drawn from the table"; do
         row="| $name | $(stat "${samples["ours|$name|32"]}") | $(stat "${samples["ours|$name|64"]}") |"
         [ -n "$BASE" ] && row="$row $(stat "${samples["base|$name|32"]}") | $(stat "${samples["base|$name|64"]}") |"
         lpm="${samples["dpdk lpm|$name|64"]:-}"
-        ratio=$(awk -v a="$(med "${samples["ours|$name|64"]}")" -v b="$(med "${samples["dpdk fib|$name|64"]}")" 'BEGIN {printf "%.2f", a / b}')
-        echo "$row $(stat "${samples["dpdk fib|$name|64"]}") | $([ -n "$lpm" ] && stat "$lpm" || echo "not run (needs LPM=1)") | ${ratio}x |"
+        f32="${samples["dpdk fib|$name|32"]:-}"
+        ratio=$(awk -v a="$(med "${samples["ours|$name|64"]}")" -v b="$(med "${samples["dpdk fib|$name|64"]}")" 'BEGIN {printf "%.2fx", a / b}')
+        ratio32="-"
+        [ -n "$f32" ] && ratio32=$(awk -v a="$(med "${samples["ours|$name|32"]}")" -v b="$(med "$f32")" 'BEGIN {printf "%.2fx", a / b}')
+        echo "$row $([ -n "$f32" ] && stat "$f32" || echo "not run (no shim)") | $(stat "${samples["dpdk fib|$name|64"]}") | $([ -n "$lpm" ] && stat "$lpm" || echo "not run (needs LPM=1)") | $ratio32 | $ratio |"
     done
     echo
     echo "Every sample, in round order:"
