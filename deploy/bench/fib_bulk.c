@@ -26,32 +26,34 @@ static int bulk_of(int n)
 	return bulk > 0 && bulk < n ? bulk : n;
 }
 
+/* The body of both wrappers: `real` over bulks of at most FIB_BULK. */
+#define SPLIT(real, fib, ips, next_hops, n)                                   \
+	do {                                                                  \
+		int b_ = bulk_of(n), rc_ = 0, i_;                             \
+		if ((real) == NULL)                                           \
+			return -1;                                            \
+		for (i_ = 0; i_ < (n) && rc_ == 0; i_ += b_)                  \
+			rc_ = (real)((fib), (ips) + i_, (next_hops) + i_,     \
+				     (n) - i_ < b_ ? (n) - i_ : b_);          \
+		return rc_;                                                   \
+	} while (0)
+
 int rte_fib_lookup_bulk(struct rte_fib *fib, uint32_t *ips, uint64_t *next_hops, int n)
 {
 	static int (*real)(struct rte_fib *, uint32_t *, uint64_t *, int);
-	int b = bulk_of(n), rc = 0, i;
 
 	if (real == NULL)
 		real = (int (*)(struct rte_fib *, uint32_t *, uint64_t *, int))
 			dlsym(RTLD_NEXT, "rte_fib_lookup_bulk");
-	if (real == NULL)
-		return -1;
-	for (i = 0; i < n && rc == 0; i += b)
-		rc = real(fib, ips + i, next_hops + i, n - i < b ? n - i : b);
-	return rc;
+	SPLIT(real, fib, ips, next_hops, n);
 }
 
 int rte_fib6_lookup_bulk(struct rte_fib6 *fib, uint8_t ips[][16], uint64_t *next_hops, int n)
 {
 	static int (*real)(struct rte_fib6 *, uint8_t (*)[16], uint64_t *, int);
-	int b = bulk_of(n), rc = 0, i;
 
 	if (real == NULL)
 		real = (int (*)(struct rte_fib6 *, uint8_t (*)[16], uint64_t *, int))
 			dlsym(RTLD_NEXT, "rte_fib6_lookup_bulk");
-	if (real == NULL)
-		return -1;
-	for (i = 0; i < n && rc == 0; i += b)
-		rc = real(fib, ips + i, next_hops + i, n - i < b ? n - i : b);
-	return rc;
+	SPLIT(real, fib, ips, next_hops, n);
 }
