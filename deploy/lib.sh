@@ -103,6 +103,13 @@ commit_id() {
     fi
 }
 
+# median: the median of the numbers on stdin (separated by spaces or
+# newlines); the mean of the middle two, to 3 decimals, for an even count.
+median() {
+    tr -s ' \t' '\n' | grep . | sort -g \
+        | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
 need_root() {
     [ "$(id -u)" = 0 ] || { echo "$0: run as root (DPDK, apt-get and network namespaces need it)" >&2; exit 1; }
 }

@@ -59,7 +59,6 @@ for ((k = 0; k < ROUNDS; k++)); do
     new="$new $(run "$BIN/fwd")"
     old="$old $(run "$BASE")"
 done
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f", (a[NR/2]+a[NR/2+1])/2}'; }
 mn=$(echo "$new" | median)
 mo=$(echo "$old" | median)
 {

@@ -121,14 +121,13 @@ rates() {
         sed -n "$((${r%%:*} + 2)),${r##*:}p" "$WORK/fwd.out" | grep -o 'p0: rx *[0-9.]*' | awk '{print $3}'
     done
 }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f", (a[NR/2]+a[NR/2+1])/2}'; }
 base="$(rates "${quiet_lines[@]}" | tr '\n' ' ')"
 churn="$(rates "${churn_lines[@]}" | tr '\n' ' ')"
 burn="$(rates "${burn_lines[@]}" | tr '\n' ' ')"
-mb=$(echo "$base" | tr ' ' '\n' | grep . | median)
-mc=$(echo "$churn" | tr ' ' '\n' | grep . | median)
+mb=$(echo "$base" | median)
+mc=$(echo "$churn" | median)
 minc=$(echo "$churn" | tr ' ' '\n' | grep . | sort -n | head -1)
-mu=$(echo "$burn" | tr ' ' '\n' | grep . | median)
+mu=$(echo "$burn" | median)
 burndip=$(awk -v b="$mb" -v c="$mu" 'BEGIN {printf "%.1f", 100 * (1 - c / b)}')
 dip=$(awk -v b="$mb" -v c="$mc" 'BEGIN {printf "%.1f", 100 * (1 - c / b)}')
 mindip=$(awk -v b="$mb" -v c="$minc" 'BEGIN {printf "%.1f", 100 * (1 - c / b)}')

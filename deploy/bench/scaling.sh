@@ -54,7 +54,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
 done
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 {
     echo "# Multi-worker scaling: plain IPv4 forwarding beside testpmd macswap"
