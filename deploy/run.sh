@@ -21,15 +21,15 @@ build_release
 tables_heap_thp
 WORK="$(mktemp -d /tmp/fwd-run.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-"$ROOT/target/release/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
+"$REL/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000
 write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1"
 # What would break the start (the config, hugepages, CPUs, a socket in use),
 # each with its fix; warnings (e.g. CPUs not isolated) do not stop the run.
-"$ROOT/target/release/fwd" preflight "$WORK/fwd.yaml"
+"$REL/fwd" preflight "$WORK/fwd.yaml"
 echo "run: config in $WORK/fwd.yaml; starting fwd (Ctrl-C to stop)"
-echo "run: from another shell: $ROOT/target/release/fwdctl stats | status | route show | watch"
+echo "run: from another shell: $REL/fwdctl stats | status | route show | watch"
 if [ -n "$DURATION" ]; then
-    timeout -s INT "$DURATION" "$ROOT/target/release/fwd" "$WORK/fwd.yaml" --stats-interval 1 || true
+    timeout -s INT "$DURATION" "$REL/fwd" "$WORK/fwd.yaml" --stats-interval 1 || true
 else
-    "$ROOT/target/release/fwd" "$WORK/fwd.yaml" --stats-interval 1
+    "$REL/fwd" "$WORK/fwd.yaml" --stats-interval 1
 fi
