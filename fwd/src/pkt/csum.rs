@@ -73,7 +73,7 @@ pub fn verify_ipv4_header(hdr: &[u8]) -> bool {
 /// wraps around to bit 0; 2^64 ≡ 1 mod 0xFFFF, so the 16-bit fold is
 /// unchanged).
 #[inline(always)]
-fn add_carry(a: u64, b: u64) -> u64 {
+pub fn add_carry(a: u64, b: u64) -> u64 {
     let (s, carry) = a.overflowing_add(b);
     // No overflow: with a carry, `s` is at most 2^64 - 2.
     s + u64::from(carry)

@@ -88,6 +88,9 @@ pub use parse::{
     ether_type, ethertype, ipproto, parse, parse_into, tcp_flags, Fragment, L3Kind, ParseError,
     Parsed, MAX_IPV6_EXT_HEADERS, MAX_VLAN_TAGS,
 };
-pub use plain::{parse_plain_v4, parse_plain_v6};
+pub use plain::{parse_plain_v4, parse_plain_v6, plain_v4, plain_v6, PlainV4, PlainV6};
 pub use reply::{arp_reply_in_place, echo_reply_in_place, nd_reply_in_place};
-pub use rewrite::{forward_rewrite, ipv4_checksum_ok, set_dscp, RewriteError};
+pub use rewrite::{
+    forward_plain_v4, forward_plain_v6, forward_rewrite, ipv4_checksum_ok, set_dscp, MacPair,
+    RewriteError,
+};

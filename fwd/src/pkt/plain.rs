@@ -27,82 +27,129 @@ const L4: usize = L3 + 20;
 /// The IPv6 header.
 const L4_V6: usize = L3 + 40;
 
-/// Fills `out` for a plain IPv4 UDP or TCP frame and returns true; false
-/// (with `out` in any state) for every other frame. `nic_csum` is the
-/// NIC's verdict on the header checksum when it checked (`None`: checked
-/// here).
+/// A frame [`plain_v4`] accepted: its Ethernet, IPv4 and first 20 L4
+/// bytes, read on demand.
+#[derive(Clone, Copy)]
+pub struct PlainV4<'a>(&'a [u8; L4 + 20]);
+
+/// A frame [`plain_v6`] accepted, as [`PlainV4`].
+#[derive(Clone, Copy)]
+pub struct PlainV6<'a>(&'a [u8; L4_V6]);
+
+/// Recognises a plain IPv4 UDP or TCP frame: untagged, IHL 5, not a
+/// fragment, the packet within the frame, its L4 header within the
+/// packet, and its header checksum good. `nic_csum` is the NIC's verdict
+/// on the checksum when it checked (`None`: checked here).
+///
+/// The header is read as 64-bit words, the checks masked compares on them
+/// and the checksum their one's-complement sum: the frame's bytes 12..36
+/// as three little-endian words hold the EtherType, the whole IPv4 header
+/// and its addresses at fixed places.
 #[inline(always)]
-pub fn parse_plain_v4(frame: &[u8], nic_csum: Option<bool>, out: &mut Parsed) -> bool {
+pub fn plain_v4(frame: &[u8], nic_csum: Option<bool>) -> Option<PlainV4<'_>> {
     // Ethernet, IPv4 and the first 20 bytes after it (a UDP frame of the
     // minimum size, 60 bytes without the FCS, has them).
-    let Some((eth, rest)) = frame.split_first_chunk::<L3>() else {
-        return false;
+    let h = frame.first_chunk::<{ L4 + 20 }>()?;
+    let word = |at: usize| {
+        h.get(at..)
+            .and_then(|w| w.first_chunk::<8>())
+            .map_or(0, |w| u64::from_le_bytes(*w))
     };
-    let Some((ip, rest)) = rest.split_first_chunk::<20>() else {
-        return false;
-    };
-    let Some(l4) = rest.first_chunk::<20>() else {
-        return false;
-    };
-    let [.., e0, e1] = *eth;
-    let [vihl, tos, tl0, tl1, _, _, fo0, fo1, ttl, proto, _, _, s0, s1, s2, s3, d0, d1, d2, d3] =
-        *ip;
-    let total = usize::from(u16::from_be_bytes([tl0, tl1]));
-    // Untagged IPv4, IHL 5, the packet within the frame, no fragment (the
-    // offset and MF are zero; DF may be set).
-    if [e0, e1] != [0x08, 0x00]
-        || vihl != 0x45
-        || total > frame.len() - L3
-        || u16::from_be_bytes([fo0, fo1]) & 0x3fff != 0
-    {
-        return false;
+    // w0: EtherType, version/IHL, TOS, total length, id (bytes 12..20);
+    // w1: flags/fragment offset, TTL, protocol, checksum, source (20..28);
+    // w2: source, destination, the first L4 bytes (28..36).
+    let (w0, w1, w2) = (word(12), word(20), word(28));
+    let total = usize::from(((w0 >> 32) as u16).swap_bytes());
+    // Untagged IPv4 (0x0800), IHL 5, the packet within the frame, no
+    // fragment (the offset and MF are zero; DF may be set).
+    if w0 & 0xff_ffff != 0x45_0008 || total > frame.len() - L3 || w1 & 0xff3f != 0 {
+        return None;
     }
-    let flags = match proto {
-        ipproto::UDP if total >= 20 + 8 => 0,
+    match (w1 >> 24) as u8 {
+        ipproto::UDP if total >= 20 + 8 => {}
         ipproto::TCP if total >= 20 + 20 => {
-            let doff = usize::from(l4[12] >> 4) * 4;
+            let doff = usize::from(h[L4 + 12] >> 4) * 4;
             if doff < 20 || 20 + doff > total {
-                return false;
+                return None;
             }
-            u16::from_be_bytes([l4[12], l4[13]]) & tcp_flags::ALL
         }
-        _ => return false,
-    };
-    if !nic_csum.unwrap_or_else(|| csum::verify_ipv4_header(ip)) {
-        return false;
+        _ => return None,
     }
-    *out = Parsed {
-        l3_off: L3 as u16,
-        l4_off: L4 as u16,
-        outer_vlan: None,
-        inner_vlan: None,
-        kind: L3Kind::V4,
-        proto,
-        src: u128::from(u32::from_le_bytes([s0, s1, s2, s3])).to_le_bytes(),
-        dst: u128::from(u32::from_le_bytes([d0, d1, d2, d3])).to_le_bytes(),
-        ttl,
-        dscp: tos >> 2,
-        sport: u16::from_be_bytes([l4[0], l4[1]]),
-        dport: u16::from_be_bytes([l4[2], l4[3]]),
-        tcp_flags: flags,
-        frag: Fragment::None,
-        l3_len: total as u16,
+    // The header, bytes 14..34, in 16-bit lanes of the same byte order:
+    // w0's upper 48 bits, w1, w2's lower 48 bits. The two 48-bit parts
+    // cannot overflow a u64.
+    // (A match, not `unwrap_or_else`: its closure was not inlined.)
+    let ok = match nic_csum {
+        Some(ok) => ok,
+        None => {
+            let parts = (w0 >> 16) + (w2 & 0xffff_ffff_ffff);
+            csum::fold(csum::add_carry(w1, parts)) == 0xffff
+        }
     };
-    true
+    ok.then_some(PlainV4(h))
 }
 
-/// [`parse_plain_v4`]'s IPv6 counterpart: fills `out` for an untagged
-/// IPv6 frame whose next header is UDP or TCP (no extension headers) and
-/// returns true; false (with `out` in any state) for every other frame.
+impl PlainV4<'_> {
+    /// The destination address, host order.
+    #[inline(always)]
+    pub fn dst(&self) -> u32 {
+        let [.., d0, d1, d2, d3] = *self.ip();
+        u32::from_be_bytes([d0, d1, d2, d3])
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> &[u8; 20] {
+        (self.0.get(L3..L4).and_then(|s| s.first_chunk::<20>())).unwrap_or(&[0; 20])
+    }
+
+    /// The frame as [`parse_into`](super::parse_into) reads it.
+    #[inline(always)]
+    pub fn parsed(&self) -> Parsed {
+        let [_, tos, tl0, tl1, _, _, _, _, ttl, proto, _, _, s0, s1, s2, s3, d0, d1, d2, d3] =
+            *self.ip();
+        let l4 = self.0.last_chunk::<20>().unwrap_or(&[0; 20]);
+        let flags = if proto == ipproto::TCP {
+            u16::from_be_bytes([l4[12], l4[13]]) & tcp_flags::ALL
+        } else {
+            0
+        };
+        Parsed {
+            l3_off: L3 as u16,
+            l4_off: L4 as u16,
+            outer_vlan: None,
+            inner_vlan: None,
+            kind: L3Kind::V4,
+            proto,
+            src: u128::from(u32::from_le_bytes([s0, s1, s2, s3])).to_le_bytes(),
+            dst: u128::from(u32::from_le_bytes([d0, d1, d2, d3])).to_le_bytes(),
+            ttl,
+            dscp: tos >> 2,
+            sport: u16::from_be_bytes([l4[0], l4[1]]),
+            dport: u16::from_be_bytes([l4[2], l4[3]]),
+            tcp_flags: flags,
+            frag: Fragment::None,
+            l3_len: u16::from_be_bytes([tl0, tl1]),
+        }
+    }
+}
+
+/// [`plain_v4`] filling `out` with [`PlainV4::parsed`]: true when the
+/// frame is a plain IPv4 UDP or TCP frame (`out` in any state otherwise).
 #[inline(always)]
-pub fn parse_plain_v6(frame: &[u8], out: &mut Parsed) -> bool {
-    let Some((eth, rest)) = frame.split_first_chunk::<L3>() else {
-        return false;
-    };
-    let Some((ip, l4)) = rest.split_first_chunk::<40>() else {
-        return false;
-    };
-    let [.., e0, e1] = *eth;
+pub fn parse_plain_v4(frame: &[u8], nic_csum: Option<bool>, out: &mut Parsed) -> bool {
+    plain_v4(frame, nic_csum)
+        .map(|h| *out = h.parsed())
+        .is_some()
+}
+
+/// [`plain_v4`]'s IPv6 counterpart: an untagged IPv6 frame whose next
+/// header is UDP or TCP (no extension headers), the packet within the
+/// frame, its L4 header within the packet.
+#[inline(always)]
+pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
+    let (h, l4) = frame.split_first_chunk::<L4_V6>()?;
+    let [.., e0, e1] = *h.first_chunk::<L3>()?;
+    let ip = h.last_chunk::<40>()?;
     let total = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
     // Untagged IPv6, the packet within the frame (and its length a u16,
     // as `Parsed::l3_len` is).
@@ -111,57 +158,84 @@ pub fn parse_plain_v6(frame: &[u8], out: &mut Parsed) -> bool {
         || total > l4.len() + 40
         || total > usize::from(u16::MAX)
     {
-        return false;
+        return None;
     }
-    let (sport, dport, flags) = match ip[6] {
-        ipproto::UDP if total >= 40 + 8 => match l4.first_chunk::<8>() {
-            Some(u) => (
-                u16::from_be_bytes([u[0], u[1]]),
-                u16::from_be_bytes([u[2], u[3]]),
-                0,
-            ),
-            None => return false,
-        },
+    match ip[6] {
+        ipproto::UDP if total >= 40 + 8 && l4.len() >= 8 => {}
         ipproto::TCP if total >= 40 + 20 => {
-            let Some(t) = l4.first_chunk::<20>() else {
-                return false;
-            };
+            let t = l4.first_chunk::<20>()?;
             let doff = usize::from(t[12] >> 4) * 4;
             if doff < 20 || 40 + doff > total {
-                return false;
+                return None;
             }
-            (
-                u16::from_be_bytes([t[0], t[1]]),
-                u16::from_be_bytes([t[2], t[3]]),
-                u16::from_be_bytes([t[12], t[13]]) & tcp_flags::ALL,
-            )
         }
-        _ => return false,
-    };
-    let addr = |at: usize| {
-        ip.get(at..)
+        _ => return None,
+    }
+    Some(PlainV6(h))
+}
+
+impl<'a> PlainV6<'a> {
+    #[inline(always)]
+    fn ip(&self) -> &'a [u8; 40] {
+        self.0.last_chunk::<40>().unwrap_or(&[0; 40])
+    }
+
+    #[inline(always)]
+    fn addr(&self, at: usize) -> [u8; 16] {
+        self.ip()
+            .get(at..)
             .and_then(|a| a.first_chunk::<16>())
             .copied()
             .unwrap_or_default()
-    };
-    *out = Parsed {
-        l3_off: L3 as u16,
-        l4_off: L4_V6 as u16,
-        outer_vlan: None,
-        inner_vlan: None,
-        kind: L3Kind::V6,
-        proto: ip[6],
-        src: addr(8),
-        dst: addr(24),
-        ttl: ip[7],
-        dscp: ((ip[0] & 0x0f) << 2) | (ip[1] >> 6),
-        sport,
-        dport,
-        tcp_flags: flags,
-        frag: Fragment::None,
-        l3_len: total as u16,
-    };
-    true
+    }
+
+    /// The destination address as a host-order `u128`.
+    #[inline(always)]
+    pub fn dst(&self) -> u128 {
+        u128::from_be_bytes(self.addr(24))
+    }
+
+    /// The frame (`frame`, the one [`plain_v6`] accepted) as
+    /// [`parse_into`](super::parse_into) reads it.
+    #[inline(always)]
+    pub fn parsed(&self, frame: &[u8]) -> Parsed {
+        let ip = self.ip();
+        let l4 = frame.get(L4_V6..).unwrap_or(&[]);
+        let get = |at: usize| {
+            let b = |i: usize| l4.get(i).copied().unwrap_or(0);
+            u16::from_be_bytes([b(at), b(at + 1)])
+        };
+        let flags = if ip[6] == ipproto::TCP {
+            get(12) & tcp_flags::ALL
+        } else {
+            0
+        };
+        Parsed {
+            l3_off: L3 as u16,
+            l4_off: L4_V6 as u16,
+            outer_vlan: None,
+            inner_vlan: None,
+            kind: L3Kind::V6,
+            proto: ip[6],
+            src: self.addr(8),
+            dst: self.addr(24),
+            ttl: ip[7],
+            dscp: ((ip[0] & 0x0f) << 2) | (ip[1] >> 6),
+            sport: get(0),
+            dport: get(2),
+            tcp_flags: flags,
+            frag: Fragment::None,
+            // At most u16::MAX: plain_v6 refuses more.
+            l3_len: (40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]))) as u16,
+        }
+    }
+}
+
+/// [`plain_v6`] filling `out` with [`PlainV6::parsed`]: true when the
+/// frame is a plain IPv6 UDP or TCP frame (`out` in any state otherwise).
+#[inline(always)]
+pub fn parse_plain_v6(frame: &[u8], out: &mut Parsed) -> bool {
+    plain_v6(frame).map(|h| *out = h.parsed(frame)).is_some()
 }
 
 #[cfg(test)]

@@ -98,6 +98,77 @@ pub fn forward_rewrite(
     Ok(())
 }
 
+/// A frame's destination and source MAC addresses, ready to write as two
+/// stores (an 8-byte and a 4-byte one): built once per next hop. As a
+/// 12-byte array the copy compiled to byte moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MacPair {
+    /// Bytes 0..8 (the destination, then the source's first two).
+    lo: u64,
+    /// Bytes 8..12.
+    hi: u32,
+}
+
+impl MacPair {
+    #[inline(always)]
+    pub fn new(dst: [u8; 6], src: [u8; 6]) -> MacPair {
+        let [d0, d1, d2, d3, d4, d5] = dst;
+        let [s0, s1, s2, s3, s4, s5] = src;
+        MacPair {
+            lo: u64::from_le_bytes([d0, d1, d2, d3, d4, d5, s0, s1]),
+            hi: u32::from_le_bytes([s2, s3, s4, s5]),
+        }
+    }
+
+    /// Writes the addresses over the frame's first 12 bytes.
+    #[inline(always)]
+    fn write<const N: usize>(self, frame: &mut [u8; N]) {
+        if let Some((lo, rest)) = frame.split_first_chunk_mut::<8>() {
+            *lo = self.lo.to_le_bytes();
+            if let Some(hi) = rest.first_chunk_mut::<4>() {
+                *hi = self.hi.to_le_bytes();
+            }
+        }
+    }
+}
+
+/// [`forward_rewrite`] of a frame [`plain_v4`](super::plain_v4) accepted,
+/// with the egress MTU checked, at the frame's fixed offsets: the TTL
+/// decremented (and the header checksum updated), then `eth` (destination
+/// and source MAC) written. Returns the IP packet's end in the frame (the
+/// frame may be longer: Ethernet padding), or None, the frame untouched,
+/// when the TTL is 0 or 1, the packet is longer than `mtu`, or the frame
+/// is shorter than the headers.
+#[inline(always)]
+pub fn forward_plain_v4(frame: &mut [u8], mtu: u16, eth: MacPair) -> Option<usize> {
+    let h = frame.first_chunk_mut::<34>()?;
+    let total = u16::from_be_bytes([h[16], h[17]]);
+    let ttl = h[22];
+    if ttl <= 1 || total > mtu {
+        return None;
+    }
+    let c = csum::ttl_decrement_update(u16::from_be_bytes([h[24], h[25]]));
+    h[22] = ttl - 1;
+    [h[24], h[25]] = c.to_be_bytes();
+    eth.write(h);
+    Some(14 + usize::from(total))
+}
+
+/// [`forward_plain_v4`] for a frame [`plain_v6`](super::plain_v6) accepted:
+/// the hop limit decremented, `eth` written.
+#[inline(always)]
+pub fn forward_plain_v6(frame: &mut [u8], mtu: u16, eth: MacPair) -> Option<usize> {
+    let h = frame.first_chunk_mut::<22>()?;
+    let total = 40 + usize::from(u16::from_be_bytes([h[18], h[19]]));
+    let hl = h[21];
+    if hl <= 1 || total > usize::from(mtu) {
+        return None;
+    }
+    h[21] = hl - 1;
+    eth.write(h);
+    Some(14 + total)
+}
+
 /// Sets the DSCP (the upper 6 bits of `dscp` are ignored) keeping the ECN bits; for
 /// IPv4 the header checksum is updated incrementally. Does nothing when the frame is
 /// too short for `p` (see [`RewriteError::FrameMismatch`]).

@@ -268,3 +268,79 @@ proptest! {
         prop_assert_eq!(stored, csum::ipv4_header_checksum(&g[l3..l3 + ihl]));
     }
 }
+
+/// A plain UDP or TCP frame of either family, any TTL, maybe padded.
+fn plain_frame() -> impl Strategy<Value = Vec<u8>> {
+    (
+        any::<bool>(),
+        any::<bool>(),
+        any::<u8>(),
+        any::<u8>(),
+        0usize..1600,
+        0usize..4,
+    )
+        .prop_map(|(v6, tcp, ttl, tos, len, pad)| {
+            let spec = FrameSpec {
+                ttl,
+                dscp: tos >> 2,
+                ecn: tos & 3,
+                ..FrameSpec::default()
+            };
+            let body = vec![7; len];
+            let mut f = match (v6, tcp) {
+                (false, false) => build::udp4(&spec, S4, D4, 1, 2, &body),
+                (false, true) => build::tcp4(&spec, S4, D4, 1, 2, 0x10, &body),
+                (true, false) => build::udp6(&spec, s6(), d6(), 1, 2, &body),
+                (true, true) => build::tcp6(&spec, s6(), d6(), 1, 2, 0x10, &body),
+            };
+            f.extend(std::iter::repeat_n(0, pad));
+            f
+        })
+}
+
+proptest! {
+    #![proptest_config(crate::pkt::proptest_config(1000))]
+
+    /// On the frames `plain_v4` / `plain_v6` accept, the plain rewrite is
+    /// `forward_rewrite` with the MTU check: the same bytes, the packet's
+    /// end; or None, the frame untouched, exactly when the TTL is spent or
+    /// the packet is longer than the MTU.
+    #[test]
+    fn the_plain_rewrite_is_forward_rewrite(f in plain_frame(), mtu in 0u16..1600) {
+        let p = parse(&f).unwrap();
+        let eth = MacPair::new(DMAC, SMAC);
+        let mut g = f.clone();
+        let end = match p.kind {
+            L3Kind::V4 => {
+                prop_assert!(crate::pkt::plain_v4(&f, None).is_some());
+                forward_plain_v4(&mut g, mtu, eth)
+            }
+            L3Kind::V6 => {
+                prop_assert!(crate::pkt::plain_v6(&f).is_some());
+                forward_plain_v6(&mut g, mtu, eth)
+            }
+        };
+        if p.ttl <= 1 || p.l3_len > mtu {
+            prop_assert_eq!(end, None);
+            prop_assert_eq!(g, f);
+        } else {
+            let mut h = f.clone();
+            forward_rewrite(&mut h, &p, DMAC, SMAC).unwrap();
+            prop_assert_eq!(end, Some(usize::from(p.l3_off) + usize::from(p.l3_len)));
+            prop_assert_eq!(g, h);
+        }
+    }
+}
+
+#[test]
+fn the_plain_rewrite_refuses_a_frame_shorter_than_its_headers() {
+    let eth = MacPair::new(DMAC, SMAC);
+    let f = build::udp4(&FrameSpec::default(), S4, D4, 1, 2, b"");
+    let mut short = f[..33].to_vec();
+    assert_eq!(forward_plain_v4(&mut short, 1500, eth), None);
+    assert_eq!(short, f[..33]);
+    let f = build::udp6(&FrameSpec::default(), s6(), d6(), 1, 2, b"");
+    let mut short = f[..21].to_vec();
+    assert_eq!(forward_plain_v6(&mut short, 1500, eth), None);
+    assert_eq!(short, f[..21]);
+}

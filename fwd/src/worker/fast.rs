@@ -9,20 +9,24 @@
 //! UDP/TCP, unicast, routed to a resolved next hop on an up port, TTL > 1,
 //! within the MTU) that costs more than the work itself. Here:
 //!
-//! 1. recognise the common frame ([`pkt::parse_plain_v4`]: untagged IPv4
-//!    UDP or TCP without options, header checksum good;
-//!    [`pkt::parse_plain_v6`]: untagged IPv6 UDP or TCP without extension
-//!    headers, not to a link-local address), leave multicast, and list
-//!    the rest by family with their destinations;
+//! 1. recognise the common frame ([`pkt::plain_v4`]: untagged IPv4 UDP or
+//!    TCP without options, header checksum good; [`pkt::plain_v6`]:
+//!    untagged IPv6 UDP or TCP without extension headers, not to a
+//!    link-local address), leave multicast, and list the rest by family
+//!    with their destinations. Only while rules are loaded is each parsed
+//!    into a [`pkt::Parsed`] (for its key): the rest of the path reads the
+//!    frame at its fixed offsets, and an ECMP group's flow hash parses it
+//!    when asked;
 //! 2. while rules are loaded, one
 //!    [`Classifier::classify_burst`](crate::acl::Classifier::classify_burst):
 //!    a packet goes on only if its first match merely permits
 //!    ([`RuleEntry::only_permits`]) or nothing matches;
 //! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst)
 //!    and one `lookup6_burst`;
-//! 4. rewrite, trim the Ethernet padding, count the rules' hits (a run of
-//!    packets on one rule at once) and mark
-//!    `Tx` what forwards.
+//! 4. per family, the plain frame's rewrite ([`pkt::forward_plain_v4`]:
+//!    TTL and MTU checks, TTL and checksum, the next hop's MAC pair in two
+//!    stores), trim the Ethernet padding, count the rules' hits (a run of
+//!    packets on one rule at once) and mark `Tx` what forwards.
 //!
 //! A packet stops at the first condition it fails and is left unchanged to
 //! the general stages, which decide it from scratch: the fast path only
@@ -34,11 +38,9 @@ use crate::acl::{CounterWriter, RuleEntry, Slot};
 use crate::dpdk::mbuf::BURST;
 use crate::pkt;
 use crate::route::Resolved;
-use crate::stats::DropReason;
 
 use super::pipeline::{
-    egress, is_link_local_v6, is_multicast, key_of, Clock, Egress, Packets, Pipeline, Scratch,
-    Tally, Verdict,
+    egress, is_link_local_v6, key_of, Clock, Egress, Packets, Pipeline, Scratch, Tally, Verdict,
 };
 
 /// A set of packets of a burst: bit `i` is packet `i`.
@@ -82,7 +84,7 @@ impl Pipeline<'_> {
     ) -> Left {
         let n = pkts.count();
         let t = self.tables;
-        let mut rest = first(n);
+        let rest = first(n);
         if !t.port(self.in_port).is_some_and(|p| p.is_up()) {
             return Left { rest, whole: None };
         }
@@ -96,30 +98,13 @@ impl Pipeline<'_> {
         if CUTOFF == Cutoff::Rx {
             return self.cut(s, rest, rest);
         }
-        // The candidates by family, in burst order.
-        let (mut n4, mut n6) = (0, 0);
-        for i in 0..n {
-            let Some((frame, nic_csum)) = pkts.single(i) else {
-                continue;
-            };
-            let p = &mut s.parsed[i];
-            if pkt::parse_plain_v4(frame, nic_csum, p) {
-                if !is_multicast(p) {
-                    s.v4_idx[n4] = i as u8;
-                    s.v4_dst[n4] = p.dst_v4();
-                    n4 += 1;
-                }
-            } else if pkt::parse_plain_v6(frame, p)
-                // Link-local destinations (ours, or never forwarded) and
-                // multicast are the general stages'.
-                && !is_multicast(p)
-                && !is_link_local_v6(p.dst_v6())
-            {
-                s.v6_idx[n6] = i as u8;
-                s.v6_dst[n6] = p.dst_v6();
-                n6 += 1;
-            }
-        }
+        // The candidates by family, in burst order; with rules loaded, the
+        // whole parse of each, for its key.
+        let (mut n4, mut n6) = if t.acl.is_empty() {
+            recognise::<P, false>(pkts, s, n)
+        } else {
+            recognise::<P, true>(pkts, s, n)
+        };
         if CUTOFF == Cutoff::Parse {
             return self.cut(s, listed(s, n4, n6), rest);
         }
@@ -145,16 +130,25 @@ impl Pipeline<'_> {
             return self.cut(s, listed(s, n4, n6), rest);
         }
         let vrf = t.port_vrf(self.in_port);
-        let parsed = &s.parsed;
+        // The flow hash of an ECMP group's packets, from the frame (only
+        // lanes that reach a group ask for it).
         if n4 > 0 {
             let idx = &s.v4_idx;
-            let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
+            let hash = |k: usize| {
+                let f = pkts.single(usize::from(idx[k]));
+                let h = f.and_then(|(f, _)| pkt::plain_v4(f, Some(true)));
+                h.map_or(0, |h| pkt::flow_hash(&h.parsed()))
+            };
             t.routing
                 .lookup4_burst(vrf, &s.v4_dst[..n4], hash, &mut s.v4_out[..n4]);
         }
         if n6 > 0 {
             let idx = &s.v6_idx;
-            let hash = |k: usize| pkt::flow_hash(&parsed[usize::from(idx[k])]);
+            let hash = |k: usize| {
+                let f = pkts.single(usize::from(idx[k]));
+                let h = f.and_then(|(f, _)| pkt::plain_v6(f).map(|h| h.parsed(f)));
+                h.map_or(0, |p| pkt::flow_hash(&p))
+            };
             t.routing
                 .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
         }
@@ -166,68 +160,36 @@ impl Pipeline<'_> {
             });
             return self.cut(s, m, rest);
         }
-        // Their rule hits, a run of packets on one rule counted at once.
-        let mut run = HitRun::default();
-        // The port the packets forwarded so far go to, and whether to more
-        // than one.
-        let (mut to, mut mixed) = (None, false);
-        // Packets of a burst mostly share a next hop: resolve it once.
-        let mut cached = (u32::MAX, Egress::Drop(DropReason::NoRoute));
-        let found = s.v4_idx[..n4]
-            .iter()
-            .zip(&s.v4_out[..n4])
-            .chain(s.v6_idx[..n6].iter().zip(&s.v6_out[..n6]));
-        for (&i, &r) in found {
-            let i = usize::from(i);
-            let Resolved::Forward(nh) = r else {
-                continue;
-            };
-            if cached.0 != nh {
-                cached = (nh, egress(t, nh));
-            }
-            let Egress::Ok {
-                port,
-                mtu,
-                dst_mac: Some(dst_mac),
-                src_mac,
-                ..
-            } = cached.1
-            else {
-                continue;
-            };
-            let p = &s.parsed[i];
-            if p.ttl <= 1 || p.l3_len > mtu {
-                continue;
-            }
-            let Some(frame) = pkts.frame(i) else {
-                continue;
-            };
-            if pkt::forward_rewrite(frame, p, dst_mac, src_mac).is_err() {
-                continue;
-            }
-            // One segment (step 1), so the frame's length is the wire length.
-            let len = frame.len();
-            let end = usize::from(p.l3_off) + usize::from(p.l3_len);
-            // Received bytes as the general parse counts them: before trimming.
-            tally.rx_bytes += len as u64;
-            if len > end {
-                pkts.trim_to(i, end);
-            }
-            if let Some(r) = rule[i] {
-                // What the general classify counts: the trimmed length.
-                run.add(r.slot(), len.min(end) as u64, rc, clock.tick_ms);
-            }
-            s.verdict[i] = Verdict::Tx(port);
-            rest &= !(1 << i);
-            if to != Some(port) {
-                mixed |= to.is_some();
-                to = Some(port);
-            }
-        }
-        run.flush(rc, clock.tick_ms);
-        Left {
+        let mut out = Forwarded {
             rest,
-            whole: if rest == 0 && !mixed { to } else { None },
+            to: None,
+            mixed: false,
+            run: HitRun::default(),
+            cached: (u32::MAX, None),
+        };
+        let (v4, v6) = (
+            (&s.v4_idx[..n4], &s.v4_out[..n4]),
+            (&s.v6_idx[..n6], &s.v6_out[..n6]),
+        );
+        let mut step = Step {
+            tables: t,
+            rule: &rule,
+            verdict: &mut s.verdict,
+            tally,
+            rc,
+            tick: clock.tick_ms,
+            out: &mut out,
+        };
+        step.forward::<P, false>(pkts, v4);
+        step.forward::<P, true>(pkts, v6);
+        out.run.flush(rc, clock.tick_ms);
+        Left {
+            rest: out.rest,
+            whole: if out.rest == 0 && !out.mixed {
+                out.to
+            } else {
+                None
+            },
         }
     }
 
@@ -323,6 +285,153 @@ impl HitRun {
             self.bytes = 0;
         }
     }
+}
+
+/// Step 4 over one family's candidates.
+struct Step<'a, 't> {
+    tables: &'t crate::tables::Tables,
+    rule: &'a [Option<&'t RuleEntry>; BURST],
+    verdict: &'a mut [Verdict; BURST],
+    tally: &'a mut Tally,
+    rc: &'a mut CounterWriter,
+    tick: u64,
+    out: &'a mut Forwarded,
+}
+
+impl Step<'_, '_> {
+    /// Forwards the packets `idx` (IPv6 ones when `V6`) whose lookup
+    /// (`found`) gave a ready next hop and that the plain frame's rewrite
+    /// ([`pkt::forward_plain_v4`] or `_v6`) takes.
+    #[inline(always)]
+    fn forward<P: Packets, const V6: bool>(
+        &mut self,
+        pkts: &mut P,
+        (idx, found): (&[u8], &[Resolved]),
+    ) {
+        let out = &mut *self.out;
+        for (&i, &r) in idx.iter().zip(found) {
+            let i = usize::from(i);
+            let Resolved::Forward(nh) = r else {
+                continue;
+            };
+            if out.cached.0 != nh {
+                out.cached = (nh, ready(self.tables, nh));
+            }
+            let Some(hop) = out.cached.1 else {
+                continue;
+            };
+            let Some(frame) = pkts.frame(i) else {
+                continue;
+            };
+            // One segment (step 1), so the frame's length is the wire length.
+            let len = frame.len();
+            let end = if V6 {
+                pkt::forward_plain_v6(frame, hop.mtu, hop.eth)
+            } else {
+                pkt::forward_plain_v4(frame, hop.mtu, hop.eth)
+            };
+            let Some(end) = end else {
+                continue;
+            };
+            // Received bytes as the general parse counts them: before trimming.
+            self.tally.rx_bytes += len as u64;
+            if len > end {
+                pkts.trim_to(i, end);
+            }
+            if let Some(r) = self.rule[i] {
+                // What the general classify counts: the trimmed length.
+                out.run
+                    .add(r.slot(), len.min(end) as u64, self.rc, self.tick);
+            }
+            self.verdict[i] = Verdict::Tx(hop.port);
+            out.rest &= !(1 << i);
+            if out.to != Some(hop.port) {
+                out.mixed |= out.to.is_some();
+                out.to = Some(hop.port);
+            }
+        }
+    }
+}
+
+/// What the forwarding pass has done so far.
+struct Forwarded {
+    /// The packets still for the general stages.
+    rest: Mask,
+    /// The port the packets forwarded so far go to, and whether to more
+    /// than one.
+    to: Option<u16>,
+    mixed: bool,
+    /// Their rule hits, a run of packets on one rule counted at once.
+    run: HitRun,
+    /// Packets of a burst mostly share a next hop: it is resolved once.
+    cached: (u32, Option<Hop>),
+}
+
+/// A next hop ready for the fast path: up, its neighbour resolved.
+#[derive(Clone, Copy)]
+struct Hop {
+    port: u16,
+    mtu: u16,
+    /// The Ethernet addresses to write.
+    eth: pkt::MacPair,
+}
+
+#[inline(always)]
+fn ready(t: &crate::tables::Tables, nh: u32) -> Option<Hop> {
+    let Egress::Ok {
+        port,
+        mtu,
+        dst_mac: Some(dst),
+        src_mac,
+        ..
+    } = egress(t, nh)
+    else {
+        return None;
+    };
+    let eth = pkt::MacPair::new(dst, src_mac);
+    Some(Hop { port, mtu, eth })
+}
+
+/// Step 1: lists the plain unicast frames by family (index and
+/// destination) and, when `FULL` (rules are loaded), parses each into
+/// `s.parsed` for its key. Multicast, broadcast and link-local IPv6
+/// destinations are the general stages'.
+#[inline(always)]
+fn recognise<P: Packets, const FULL: bool>(
+    pkts: &mut P,
+    s: &mut Scratch,
+    n: usize,
+) -> (usize, usize) {
+    let (mut n4, mut n6) = (0, 0);
+    for i in 0..n {
+        let Some((frame, nic_csum)) = pkts.single(i) else {
+            continue;
+        };
+        if let Some(h) = pkt::plain_v4(frame, nic_csum) {
+            let dst = h.dst();
+            // 224.0.0.0/4 and above: multicast, class E, broadcast.
+            if dst < 0xe000_0000 {
+                if FULL {
+                    s.parsed[i] = h.parsed();
+                }
+                s.v4_idx[n4] = i as u8;
+                s.v4_dst[n4] = dst;
+                n4 += 1;
+            }
+        } else if let Some(h) = pkt::plain_v6(frame) {
+            let dst = h.dst();
+            // Multicast (ff00::/8); link-local is ours or never forwarded.
+            if dst >> 120 != 0xff && !is_link_local_v6(dst) {
+                if FULL {
+                    s.parsed[i] = h.parsed(frame);
+                }
+                s.v6_idx[n6] = i as u8;
+                s.v6_dst[n6] = dst;
+                n6 += 1;
+            }
+        }
+    }
+    (n4, n6)
 }
 
 /// Keeps, in order, the candidates (`idx`, `dst`) whose first match

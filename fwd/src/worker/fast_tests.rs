@@ -197,6 +197,78 @@ fn default_via_gateway() -> [Change; 2] {
     ]
 }
 
+/// 9.9.9.0/24 and 2001:db8::/64 spread over two resolved gateways on b
+/// each (ECMP groups: the next hop is chosen by the flow hash).
+fn ecmp_routes() -> Vec<Change> {
+    let neigh = |a: &str, last: u8| {
+        Change::NeighAdd(wire::Neigh {
+            addr: a.parse().unwrap(),
+            lladdr: wire::Mac([2, 0, 0, 0, 0xec, last]),
+            dev: "b".into(),
+        })
+    };
+    let hop = |g: &str| wire::NextHopSpec {
+        via: Some(g.parse().unwrap()),
+        dev: Some("b".into()),
+        weight: 1,
+    };
+    let multi = |prefix: &str, a: &str, b: &str| {
+        Change::RouteAdd(wire::Route {
+            linkdown: false,
+            proto: None,
+            prefix: prefix.parse().unwrap(),
+            table: 0,
+            target: RouteTarget::Multipath(vec![hop(a), hop(b)]),
+        })
+    };
+    vec![
+        neigh("10.2.0.252", 1),
+        neigh("10.2.0.253", 2),
+        neigh("fd02::fc", 3),
+        neigh("fd02::fd", 4),
+        multi("9.9.9.0/24", "10.2.0.252", "10.2.0.253"),
+        multi("2001:db8::/64", "fd02::fc", "fd02::fd"),
+    ]
+}
+
+#[test]
+fn ecmp_traffic_is_taken_and_spread_by_the_flow_hash() {
+    let t = tables(ecmp_routes());
+    let (s4, s6): (Ipv4Addr, Ipv6Addr) = ("10.1.0.2".parse().unwrap(), "fd01::2".parse().unwrap());
+    let frames = (0..32u16)
+        .map(|i| {
+            let (sport, h) = (1000 + i, from_host());
+            if i % 2 == 0 {
+                build::udp4(&h, s4, Ipv4Addr::new(9, 9, 9, 9), sport, 53, b"")
+            } else {
+                build::tcp6(&h, s6, "2001:db8::9".parse().unwrap(), sport, 80, 0x10, b"")
+            }
+        })
+        .collect();
+    let mut a = Frames::new(frames);
+    let (mut b, mut c) = (a.clone(), a.clone());
+    let mut s = Scratch::default();
+    let (_, mut w) = acl::CounterSet::new(1, 16);
+    let left = pipe(&t).fast(
+        &mut c,
+        &mut s,
+        &mut Tally::default(),
+        &mut w[0],
+        Clock::default(),
+    );
+    assert_eq!(left.rest, 0, "all taken by the fast path");
+    // The gateway each packet goes to is the one the general stages pick.
+    let (sa, ..) = with_fast(&t, &mut a);
+    let (sb, ..) = general(&t, &mut b);
+    assert_eq!(sa.verdict, sb.verdict);
+    assert_eq!(a.f, b.f);
+    assert_eq!(a.f, c.f);
+    let mut macs: Vec<u8> = a.f.iter().map(|f| f[5]).collect();
+    macs.sort_unstable();
+    macs.dedup();
+    assert_eq!(macs, [1, 2, 3, 4], "every gateway of both groups");
+}
+
 /// One packet of a random burst: what it is and how it arrives.
 #[derive(Clone, Debug)]
 struct Pkt {
@@ -301,10 +373,14 @@ proptest! {
         default_route in any::<bool>(),
         v6_resolved in any::<bool>(),
         pick in prop_oneof![Just(0u8), any::<u8>()],
+        ecmp in any::<bool>(),
     ) {
         let mut extra = rules(pick);
         if default_route {
             extra.extend(default_via_gateway());
+        }
+        if ecmp {
+            extra.extend(ecmp_routes());
         }
         if v6_resolved {
             extra.push(Change::NeighAdd(wire::Neigh {
