@@ -10,6 +10,11 @@
 //! passes; everything else (VLAN tags, options, extension headers,
 //! fragments, other protocols, bad or truncated headers) is refused and
 //! left to the general parser. The property tests hold it to that.
+//!
+//! [`plain_v4`] and [`plain_v6`] only recognise, and hand back a view of
+//! the frame that reads what is asked of it (the destination for the
+//! lookup; the whole [`Parsed`] only where a rule key or a flow hash needs
+//! it); [`parse_plain_v4`] and [`parse_plain_v6`] fill a `Parsed` at once.
 #![deny(
     clippy::indexing_slicing,
     clippy::unwrap_used,
@@ -32,9 +37,10 @@ const L4_V6: usize = L3 + 40;
 #[derive(Clone, Copy)]
 pub struct PlainV4<'a>(&'a [u8; L4 + 20]);
 
-/// A frame [`plain_v6`] accepted, as [`PlainV4`].
+/// A frame [`plain_v6`] accepted, as [`PlainV4`]: its Ethernet and IPv6
+/// headers and what follows them.
 #[derive(Clone, Copy)]
-pub struct PlainV6<'a>(&'a [u8; L4_V6]);
+pub struct PlainV6<'a>(&'a [u8; L4_V6], &'a [u8]);
 
 /// Recognises a plain IPv4 UDP or TCP frame: untagged, IHL 5, not a
 /// fragment, the packet within the frame, its L4 header within the
@@ -171,7 +177,7 @@ pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
         }
         _ => return None,
     }
-    Some(PlainV6(h))
+    Some(PlainV6(h, l4))
 }
 
 impl<'a> PlainV6<'a> {
@@ -195,12 +201,10 @@ impl<'a> PlainV6<'a> {
         u128::from_be_bytes(self.addr(24))
     }
 
-    /// The frame (`frame`, the one [`plain_v6`] accepted) as
-    /// [`parse_into`](super::parse_into) reads it.
+    /// The frame as [`parse_into`](super::parse_into) reads it.
     #[inline(always)]
-    pub fn parsed(&self, frame: &[u8]) -> Parsed {
-        let ip = self.ip();
-        let l4 = frame.get(L4_V6..).unwrap_or(&[]);
+    pub fn parsed(&self) -> Parsed {
+        let (ip, l4) = (self.ip(), self.1);
         let get = |at: usize| {
             let b = |i: usize| l4.get(i).copied().unwrap_or(0);
             u16::from_be_bytes([b(at), b(at + 1)])
@@ -235,7 +239,7 @@ impl<'a> PlainV6<'a> {
 /// frame is a plain IPv6 UDP or TCP frame (`out` in any state otherwise).
 #[inline(always)]
 pub fn parse_plain_v6(frame: &[u8], out: &mut Parsed) -> bool {
-    plain_v6(frame).map(|h| *out = h.parsed(frame)).is_some()
+    plain_v6(frame).map(|h| *out = h.parsed()).is_some()
 }
 
 #[cfg(test)]

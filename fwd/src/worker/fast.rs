@@ -40,7 +40,8 @@ use crate::pkt;
 use crate::route::Resolved;
 
 use super::pipeline::{
-    egress, is_link_local_v6, key_of, Clock, Egress, Packets, Pipeline, Scratch, Tally, Verdict,
+    egress, is_link_local_v6, is_multicast_v4, is_multicast_v6, key_of, Clock, Egress, Packets,
+    Pipeline, Scratch, Tally, Verdict,
 };
 
 /// A set of packets of a burst: bit `i` is packet `i`.
@@ -146,8 +147,8 @@ impl Pipeline<'_> {
             let idx = &s.v6_idx;
             let hash = |k: usize| {
                 let f = pkts.single(usize::from(idx[k]));
-                let h = f.and_then(|(f, _)| pkt::plain_v6(f).map(|h| h.parsed(f)));
-                h.map_or(0, |p| pkt::flow_hash(&p))
+                let h = f.and_then(|(f, _)| pkt::plain_v6(f));
+                h.map_or(0, |h| pkt::flow_hash(&h.parsed()))
             };
             t.routing
                 .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
@@ -409,8 +410,7 @@ fn recognise<P: Packets, const FULL: bool>(
         };
         if let Some(h) = pkt::plain_v4(frame, nic_csum) {
             let dst = h.dst();
-            // 224.0.0.0/4 and above: multicast, class E, broadcast.
-            if dst < 0xe000_0000 {
+            if !is_multicast_v4(dst) {
                 if FULL {
                     s.parsed[i] = h.parsed();
                 }
@@ -420,10 +420,10 @@ fn recognise<P: Packets, const FULL: bool>(
             }
         } else if let Some(h) = pkt::plain_v6(frame) {
             let dst = h.dst();
-            // Multicast (ff00::/8); link-local is ours or never forwarded.
-            if dst >> 120 != 0xff && !is_link_local_v6(dst) {
+            // Link-local is ours or never forwarded.
+            if !is_multicast_v6(dst) && !is_link_local_v6(dst) {
                 if FULL {
-                    s.parsed[i] = h.parsed(frame);
+                    s.parsed[i] = h.parsed();
                 }
                 s.v6_idx[n6] = i as u8;
                 s.v6_dst[n6] = dst;

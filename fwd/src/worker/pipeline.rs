@@ -644,9 +644,22 @@ pub(super) fn is_link_local_v6(dst: u128) -> bool {
 #[inline(always)]
 pub(super) fn is_multicast(p: &Parsed) -> bool {
     match p.kind {
-        L3Kind::V4 => p.dst[0] >= 224,
-        L3Kind::V6 => p.dst[0] == 0xff,
+        L3Kind::V4 => is_multicast_v4(p.dst_v4()),
+        L3Kind::V6 => is_multicast_v6(p.dst_v6()),
     }
+}
+
+/// [`is_multicast`] of an IPv4 destination (host order): 224.0.0.0/4 and
+/// above.
+#[inline(always)]
+pub(super) fn is_multicast_v4(dst: u32) -> bool {
+    dst >= 0xe000_0000
+}
+
+/// [`is_multicast`] of an IPv6 destination (host order): ff00::/8.
+#[inline(always)]
+pub(super) fn is_multicast_v6(dst: u128) -> bool {
+    dst >> 120 == 0xff
 }
 
 impl Pipeline<'_> {
