@@ -105,7 +105,10 @@ impl PlainV4<'_> {
 
     #[inline(always)]
     fn ip(&self) -> &[u8; 20] {
-        (self.0.get(L3..L4).and_then(|s| s.first_chunk::<20>())).unwrap_or(&[0; 20])
+        self.0
+            .get(L3..L4)
+            .and_then(|s| s.first_chunk::<20>())
+            .unwrap_or(&[0; 20])
     }
 
     /// The frame as [`parse_into`](super::parse_into) reads it.
