@@ -69,23 +69,16 @@ pub fn forward_rewrite(
     }
     match p.kind {
         L3Kind::V4 => {
-            let h: &mut [u8; 12] = l3_mut(frame, p).ok_or(RewriteError::FrameMismatch)?;
-            let ttl = h[8];
-            if ttl <= 1 {
+            let h = l3_mut(frame, p).ok_or(RewriteError::FrameMismatch)?;
+            if !decrement_ttl_v4(h) {
                 return Err(RewriteError::TtlExpired);
             }
-            // The checksummed 16-bit word is TTL:protocol.
-            let c = csum::ttl_decrement_update(u16::from_be_bytes([h[10], h[11]]));
-            h[8] = ttl - 1;
-            [h[10], h[11]] = c.to_be_bytes();
         }
         L3Kind::V6 => {
-            let h: &mut [u8; 8] = l3_mut(frame, p).ok_or(RewriteError::FrameMismatch)?;
-            let hl = h[7];
-            if hl <= 1 {
+            let h = l3_mut(frame, p).ok_or(RewriteError::FrameMismatch)?;
+            if !decrement_hop_limit(h) {
                 return Err(RewriteError::TtlExpired);
             }
-            h[7] = hl - 1;
         }
     }
     if let Some(eth) = frame.first_chunk_mut::<12>() {
@@ -96,6 +89,33 @@ pub fn forward_rewrite(
         s.copy_from_slice(&src_mac);
     }
     Ok(())
+}
+
+/// Decrements the TTL of the IPv4 header that starts with `h` and updates
+/// its checksum (RFC 1624); false, `h` untouched, when the TTL is 0 or 1.
+#[inline(always)]
+fn decrement_ttl_v4(h: &mut [u8; 12]) -> bool {
+    let ttl = h[8];
+    if ttl <= 1 {
+        return false;
+    }
+    // The checksummed 16-bit word is TTL:protocol.
+    let c = csum::ttl_decrement_update(u16::from_be_bytes([h[10], h[11]]));
+    h[8] = ttl - 1;
+    [h[10], h[11]] = c.to_be_bytes();
+    true
+}
+
+/// [`decrement_ttl_v4`] for the hop limit of the IPv6 header that starts
+/// with `h`.
+#[inline(always)]
+fn decrement_hop_limit(h: &mut [u8; 8]) -> bool {
+    let hl = h[7];
+    if hl <= 1 {
+        return false;
+    }
+    h[7] = hl - 1;
+    true
 }
 
 /// A frame's destination and source MAC addresses, ready to write as two
@@ -143,13 +163,9 @@ impl MacPair {
 pub fn forward_plain_v4(frame: &mut [u8], mtu: u16, eth: MacPair) -> Option<usize> {
     let h = frame.first_chunk_mut::<34>()?;
     let total = u16::from_be_bytes([h[16], h[17]]);
-    let ttl = h[22];
-    if ttl <= 1 || total > mtu {
+    if total > mtu || !decrement_ttl_v4(h.get_mut(14..)?.first_chunk_mut()?) {
         return None;
     }
-    let c = csum::ttl_decrement_update(u16::from_be_bytes([h[24], h[25]]));
-    h[22] = ttl - 1;
-    [h[24], h[25]] = c.to_be_bytes();
     eth.write(h);
     Some(14 + usize::from(total))
 }
@@ -160,11 +176,9 @@ pub fn forward_plain_v4(frame: &mut [u8], mtu: u16, eth: MacPair) -> Option<usiz
 pub fn forward_plain_v6(frame: &mut [u8], mtu: u16, eth: MacPair) -> Option<usize> {
     let h = frame.first_chunk_mut::<22>()?;
     let total = 40 + usize::from(u16::from_be_bytes([h[18], h[19]]));
-    let hl = h[21];
-    if hl <= 1 || total > usize::from(mtu) {
+    if total > usize::from(mtu) || !decrement_hop_limit(h.get_mut(14..)?.first_chunk_mut()?) {
         return None;
     }
-    h[21] = hl - 1;
     eth.write(h);
     Some(14 + total)
 }

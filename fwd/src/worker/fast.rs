@@ -131,25 +131,15 @@ impl Pipeline<'_> {
             return self.cut(s, listed(s, n4, n6), rest);
         }
         let vrf = t.port_vrf(self.in_port);
-        // The flow hash of an ECMP group's packets, from the frame (only
-        // lanes that reach a group ask for it).
         if n4 > 0 {
             let idx = &s.v4_idx;
-            let hash = |k: usize| {
-                let f = pkts.single(usize::from(idx[k]));
-                let h = f.and_then(|(f, _)| pkt::plain_v4(f, Some(true)));
-                h.map_or(0, |h| pkt::flow_hash(&h.parsed()))
-            };
+            let hash = |k: usize| flow_hash_of::<P, false>(pkts, idx[k]);
             t.routing
                 .lookup4_burst(vrf, &s.v4_dst[..n4], hash, &mut s.v4_out[..n4]);
         }
         if n6 > 0 {
             let idx = &s.v6_idx;
-            let hash = |k: usize| {
-                let f = pkts.single(usize::from(idx[k]));
-                let h = f.and_then(|(f, _)| pkt::plain_v6(f));
-                h.map_or(0, |h| pkt::flow_hash(&h.parsed()))
-            };
+            let hash = |k: usize| flow_hash_of::<P, true>(pkts, idx[k]);
             t.routing
                 .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
         }
@@ -391,6 +381,22 @@ fn ready(t: &crate::tables::Tables, nh: u32) -> Option<Hop> {
     };
     let eth = pkt::MacPair::new(dst, src_mac);
     Some(Hop { port, mtu, eth })
+}
+
+/// The flow hash of packet `i`, a plain frame of the family `V6` says: an
+/// ECMP group's lanes ask for it, and only they parse the frame for it.
+#[inline(always)]
+fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
+    let Some((f, _)) = pkts.single(usize::from(i)) else {
+        return 0;
+    };
+    let p = if V6 {
+        pkt::plain_v6(f).map(|h| h.parsed())
+    } else {
+        // Verified when it was recognised.
+        pkt::plain_v4(f, Some(true)).map(|h| h.parsed())
+    };
+    p.map_or(0, |p| pkt::flow_hash(&p))
 }
 
 /// Step 1: lists the plain unicast frames by family (index and
