@@ -283,15 +283,25 @@ pub fn lt_mask_scalar(words: &[u32; 16], v: i32) -> u32 {
 /// (`acl::compiled::Leaf4`, `Leaf6`): per dimension (`K` of them: the
 /// 32-bit words of the addresses that the record holds, the ports), the
 /// four candidates' sign-flipped inclusive bounds; one 32-bit `value/mask`
-/// word each; their base indexes.
+/// word each; their base indexes. A dimension's two bounds are side by
+/// side, so that the first two dimensions, on which most records of a
+/// scan fail, are the record's first cache line.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Quad<const K: usize> {
-    pub lo: [[i32; 4]; K],
-    pub hi: [[i32; 4]; K],
+    pub dim: [Span; K],
     pub val: [u32; 4],
     pub mask: [u32; 4],
     pub idx: [u32; 4],
+}
+
+/// One dimension of a [`Quad`]: the four candidates' lower and upper
+/// bounds.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Span {
+    pub lo: [i32; 4],
+    pub hi: [i32; 4],
 }
 
 /// Bit `j` of the first mask set iff candidate `j` of `c` holds for the
@@ -319,8 +329,8 @@ pub fn quad_hits<const K: usize>(
         let mut fail = _mm_setzero_si128();
         for (d, &x) in q.iter().enumerate() {
             let x = _mm_set1_epi32(x);
-            fail = _mm_or_si128(fail, _mm_cmpgt_epi32(ld(&c.lo[d]), x));
-            fail = _mm_or_si128(fail, _mm_cmpgt_epi32(x, ld(&c.hi[d])));
+            fail = _mm_or_si128(fail, _mm_cmpgt_epi32(ld(&c.dim[d].lo), x));
+            fail = _mm_or_si128(fail, _mm_cmpgt_epi32(x, ld(&c.dim[d].hi)));
             // Most records of a scan that finds nothing fail on their
             // first two dimensions (the addresses) in every lane.
             if d == 1 && _mm_movemask_ps(_mm_castsi128_ps(fail)) == 0xF {
@@ -356,7 +366,7 @@ pub fn quad_hits_scalar<const K: usize>(
 ) -> (u32, u32) {
     let (mut m, mut flagged) = (0, 0);
     for j in 0..4 {
-        let inside = (0..K).all(|d| c.lo[d][j] <= q[d] && q[d] <= c.hi[d][j]);
+        let inside = (0..K).all(|d| c.dim[d].lo[j] <= q[d] && q[d] <= c.dim[d].hi[j]);
         let ok = inside && w & c.mask[j] == c.val[j] && from <= c.idx[j] && c.idx[j] < bound;
         m |= u32::from(ok) << j;
         flagged |= (u32::from(ok) & c.mask[j] >> 31) << j;
@@ -472,14 +482,17 @@ mod tests {
         near: usize,
     ) -> Result<(), TestCaseError> {
         let mut c: Quad<K> = Quad {
-            lo: [[0; 4]; K],
-            hi: [[0; 4]; K],
+            dim: [Span {
+                lo: [0; 4],
+                hi: [0; 4],
+            }; K],
             val,
             mask,
             idx,
         };
         for (k, &(a, b)) in bounds.iter().enumerate() {
-            (c.lo[k / 4][k % 4], c.hi[k / 4][k % 4]) = (a.min(b), a.max(b));
+            let s = &mut c.dim[k / 4];
+            (s.lo[k % 4], s.hi[k % 4]) = (a.min(b), a.max(b));
         }
         prop_assert_eq!(
             quad_hits(&c, &q, w, from, bound),
@@ -488,7 +501,11 @@ mod tests {
         let (d, j) = (near / 4, near % 4);
         let mut q2 = q;
         for (dd, x) in q2.iter_mut().enumerate() {
-            *x = if dd == d { c.hi[dd][j] } else { c.lo[dd][j] };
+            *x = if dd == d {
+                c.dim[dd].hi[j]
+            } else {
+                c.dim[dd].lo[j]
+            };
         }
         let mut c2 = c;
         for k in 0..4 {

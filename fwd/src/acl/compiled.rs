@@ -330,8 +330,8 @@ fn fill<const D: usize, const K: usize>(
     side: bool,
 ) -> (u64, u64) {
     for (k, &d) in dims.iter().enumerate() {
-        c.lo[k][j] = flip(b.lo[d]);
-        c.hi[k][j] = flip(b.hi[d]);
+        c.dim[k].lo[j] = flip(b.lo[d]);
+        c.dim[k].hi[j] = flip(b.hi[d]);
     }
     let (val, mask) = exact_of(b, at);
     let rare = side || mask & IN_PORT_VLAN != 0;
@@ -350,8 +350,10 @@ fn quads<'a, const D: usize, const K: usize>(
 ) -> impl Iterator<Item = arch::Quad<K>> + 'a {
     boxes.chunks(4).map(move |four| {
         let mut c = arch::Quad {
-            lo: [[i32::MAX; 4]; K],
-            hi: [[i32::MIN; 4]; K],
+            dim: [arch::Span {
+                lo: [i32::MAX; 4],
+                hi: [i32::MIN; 4],
+            }; K],
             val: [0; 4],
             mask: [0; 4],
             idx: [u32::MAX; 4],
