@@ -171,8 +171,13 @@ impl Pipeline<'_> {
             tick: clock.tick_ms,
             out: &mut out,
         };
-        step.forward::<P, false>(pkts, v4);
-        step.forward::<P, true>(pkts, v6);
+        if t.acl.is_empty() {
+            step.forward::<P, false, false>(pkts, v4);
+            step.forward::<P, true, false>(pkts, v6);
+        } else {
+            step.forward::<P, false, true>(pkts, v4);
+            step.forward::<P, true, true>(pkts, v6);
+        }
         out.run.flush(rc, clock.tick_ms);
         Left {
             rest: out.rest,
@@ -292,14 +297,20 @@ struct Step<'a, 't> {
 impl Step<'_, '_> {
     /// Forwards the packets `idx` (IPv6 ones when `V6`) whose lookup
     /// (`found`) gave a ready next hop and that the plain frame's rewrite
-    /// ([`pkt::forward_plain_v4`] or `_v6`) takes.
+    /// ([`pkt::forward_plain_v4`] or `_v6`) takes; counts their rule hits
+    /// when `RULES` (rules are loaded). The per-packet work is the rewrite
+    /// and the verdict: what is forwarded is collected as a set and taken
+    /// from `rest` once, and the ports are followed where the next hop
+    /// changes.
     #[inline(always)]
-    fn forward<P: Packets, const V6: bool>(
+    fn forward<P: Packets, const V6: bool, const RULES: bool>(
         &mut self,
         pkts: &mut P,
         (idx, found): (&[u8], &[Resolved]),
     ) {
         let out = &mut *self.out;
+        let mut done: Mask = 0;
+        let mut bytes = 0u64;
         for (&i, &r) in idx.iter().zip(found) {
             let i = usize::from(i);
             let Resolved::Forward(nh) = r else {
@@ -307,6 +318,17 @@ impl Step<'_, '_> {
             };
             if out.cached.0 != nh {
                 out.cached = (nh, ready(self.tables, nh));
+                // Every packet after this one that is forwarded goes out
+                // of this hop's port until the next change: where the
+                // ports are followed. (A hop whose packets then all fail
+                // leaves a packet in `rest`, and a burst with one there
+                // is not sent whole, see `Pipeline::fast`.)
+                if let Some(hop) = out.cached.1 {
+                    if out.to != Some(hop.port) {
+                        out.mixed |= out.to.is_some();
+                        out.to = Some(hop.port);
+                    }
+                }
             }
             let Some(hop) = out.cached.1 else {
                 continue;
@@ -325,22 +347,22 @@ impl Step<'_, '_> {
                 continue;
             };
             // Received bytes as the general parse counts them: before trimming.
-            self.tally.rx_bytes += len as u64;
+            bytes += len as u64;
             if len > end {
                 pkts.trim_to(i, end);
             }
-            if let Some(r) = self.rule[i] {
-                // What the general classify counts: the trimmed length.
-                out.run
-                    .add(r.slot(), len.min(end) as u64, self.rc, self.tick);
+            if RULES {
+                if let Some(r) = self.rule[i] {
+                    // What the general classify counts: the trimmed length.
+                    out.run
+                        .add(r.slot(), len.min(end) as u64, self.rc, self.tick);
+                }
             }
             self.verdict[i] = Verdict::Tx(hop.port);
-            out.rest &= !(1 << i);
-            if out.to != Some(hop.port) {
-                out.mixed |= out.to.is_some();
-                out.to = Some(hop.port);
-            }
+            done |= 1 << i;
         }
+        self.tally.rx_bytes += bytes;
+        out.rest &= !done;
     }
 }
 

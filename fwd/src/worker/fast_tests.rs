@@ -32,11 +32,11 @@ fn hits(t: &Tables, set: &acl::CounterSet) -> Hits {
 
 /// `Pipeline::run`: the fast path first, then the general stages for what
 /// it left.
-fn with_fast(t: &Tables, f: &mut Frames) -> (Scratch, Tally, Hits) {
+fn with_fast(t: &Tables, f: &mut Frames) -> (Scratch, Tally, Hits, Option<u16>) {
     let (mut s, mut tally) = (Scratch::default(), Tally::default());
     let (set, mut w) = acl::CounterSet::new(1, 64);
-    pipe(t).run(f, &mut s, &mut tally, &mut w[0], Clock::default);
-    (s, tally, hits(t, &set))
+    let whole = pipe(t).run(f, &mut s, &mut tally, &mut w[0], Clock::default);
+    (s, tally, hits(t, &set), whole)
 }
 
 /// The general stages over the whole burst.
@@ -197,6 +197,28 @@ fn default_via_gateway() -> [Change; 2] {
     ]
 }
 
+/// 198.18.0.0/24 back out of port a, via a resolved gateway there: with
+/// it, a burst can be forwarded to two ports.
+fn route_back_to_a() -> [Change; 2] {
+    [
+        Change::NeighAdd(wire::Neigh {
+            addr: "10.1.0.9".parse().unwrap(),
+            lladdr: wire::Mac([2, 0, 0, 0, 0, 9]),
+            dev: "a".into(),
+        }),
+        Change::RouteAdd(wire::Route {
+            linkdown: false,
+            proto: None,
+            prefix: "198.18.0.0/24".parse().unwrap(),
+            table: 0,
+            target: RouteTarget::Gateway {
+                via: Some("10.1.0.9".parse().unwrap()),
+                dev: Some("a".into()),
+            },
+        }),
+    ]
+}
+
 /// 9.9.9.0/24 and 2001:db8::/64 spread over two resolved gateways on b
 /// each (ECMP groups: the next hop is chosen by the flow hash).
 fn ecmp_routes() -> Vec<Change> {
@@ -284,7 +306,7 @@ struct Pkt {
 
 fn pkt() -> impl Strategy<Value = Pkt> {
     (
-        0u8..16,
+        0u8..17,
         any::<u8>(),
         prop_oneof![Just(64u8), 0u8..3],
         prop_oneof![0usize..40, 1200usize..1300],
@@ -324,6 +346,7 @@ fn frame(p: &Pkt) -> Vec<u8> {
         7 => build::udp4(&spec, src, v4(224, 0, 0), 7, dport, &body),
         8 => build::udp4(&spec, src, v4(9, 9, 9), 7, dport, &body),
         9 => build::icmp4_echo(&spec, src, v4(198, 51, 100), 1, 1, &body),
+        16 => build::udp4(&spec, src, v4(198, 18, 0), 7, dport, &body),
         10 => {
             let vlan = FrameSpec {
                 vlans: vec![VlanTag::dot1q(3)],
@@ -374,6 +397,7 @@ proptest! {
         v6_resolved in any::<bool>(),
         pick in prop_oneof![Just(0u8), any::<u8>()],
         ecmp in any::<bool>(),
+        two_ports in any::<bool>(),
     ) {
         let mut extra = rules(pick);
         if default_route {
@@ -381,6 +405,9 @@ proptest! {
         }
         if ecmp {
             extra.extend(ecmp_routes());
+        }
+        if two_ports {
+            extra.extend(route_back_to_a());
         }
         if v6_resolved {
             extra.push(Change::NeighAdd(wire::Neigh {
@@ -394,7 +421,7 @@ proptest! {
         a.segs = burst.iter().map(|p| p.segs).collect();
         a.nic_csum = burst.iter().map(|p| p.nic_csum).collect();
         let mut b = a.clone();
-        let (sa, ta, ha) = with_fast(&t, &mut a);
+        let (sa, ta, ha, whole) = with_fast(&t, &mut a);
         let (sb, tb, hb) = general(&t, &mut b);
         prop_assert_eq!(ha, hb);
         let n = burst.len();
@@ -409,6 +436,45 @@ proptest! {
         prop_assert_eq!(ta.events, tb.events);
         prop_assert_eq!(ta.rx_bytes, tb.rx_bytes);
         prop_assert_eq!(sa.n_learned, sb.n_learned);
+        // A burst named whole goes to the driver as it is: every packet
+        // of it must be forwarded out of that port.
+        if let Some(port) = whole {
+            prop_assert!(sa.verdict[..n].iter().all(|&v| v == Verdict::Tx(port)));
+        }
+    }
+
+    /// A burst of routed packets to two ports, some with their TTL spent:
+    /// it is named whole exactly when the fast path forwarded every packet
+    /// of it out of one port.
+    #[test]
+    fn a_burst_is_whole_only_when_all_of_it_goes_out_of_one_port(
+        pkts in proptest::collection::vec(
+            (any::<bool>(), prop_oneof![6 => Just(64u8), 1 => 0u8..2], any::<u8>()),
+            1..=32,
+        ),
+    ) {
+        let t = tables(route_back_to_a().into());
+        let src = Ipv4Addr::new(10, 1, 0, 2);
+        let frames = pkts
+            .iter()
+            .map(|&(to_a, ttl, host)| {
+                let spec = FrameSpec { ttl, ..from_host() };
+                let d = if to_a { [198, 18, 0, host] } else { [198, 51, 100, host] };
+                build::udp4(&spec, src, Ipv4Addr::from(d), 7, 9, &[0; 10])
+            })
+            .collect();
+        let (s, _, _, whole) = with_fast(&t, &mut Frames::new(frames));
+        let all_routed = pkts.iter().all(|&(_, ttl, _)| ttl > 1);
+        let ports: std::collections::BTreeSet<u16> =
+            pkts.iter().map(|&(to_a, _, _)| if to_a { 0 } else { 1 }).collect();
+        let want = match (all_routed, ports.len()) {
+            (true, 1) => ports.first().copied(),
+            _ => None,
+        };
+        prop_assert_eq!(whole, want);
+        if let Some(port) = whole {
+            prop_assert!(s.verdict[..pkts.len()].iter().all(|&v| v == Verdict::Tx(port)));
+        }
     }
 }
 
@@ -434,23 +500,7 @@ fn stage_cutoffs_are_named_and_off_by_default() {
 #[test]
 fn a_burst_forwarded_whole_names_its_port() {
     // 198.18.0.0/24 goes back out of port a.
-    let t = tables(vec![
-        Change::NeighAdd(wire::Neigh {
-            addr: "10.1.0.9".parse().unwrap(),
-            lladdr: wire::Mac([2, 0, 0, 0, 0, 9]),
-            dev: "a".into(),
-        }),
-        Change::RouteAdd(wire::Route {
-            linkdown: false,
-            proto: None,
-            prefix: "198.18.0.0/24".parse().unwrap(),
-            table: 0,
-            target: RouteTarget::Gateway {
-                via: Some("10.1.0.9".parse().unwrap()),
-                dev: Some("a".into()),
-            },
-        }),
-    ]);
+    let t = tables(route_back_to_a().into());
     // 31 packets to port b, the last one as `last` says.
     let burst = |last_ttl: u8, last_dst: Ipv4Addr| {
         let frames = (0..32u8)
