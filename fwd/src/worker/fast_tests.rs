@@ -7,7 +7,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use ctl::wire::{self, Change, RouteTarget};
 use proptest::prelude::*;
 
-use super::super::pipeline::tests::{from_host, pipe, prio_rule, tables, Frames, GW_MAC, MAC_B};
+use super::super::pipeline::tests::{
+    from_host, neigh, pipe, prio_rule, route_via, tables, Frames, GW_MAC, MAC_B,
+};
 use super::super::pipeline::{Clock, Scratch, Tally, Verdict};
 use super::{first, Left};
 use crate::acl;
@@ -114,11 +116,7 @@ fn plain_routed_traffic_is_all_taken_by_the_fast_path() {
 
 #[test]
 fn plain_ipv6_to_a_resolved_gateway_is_taken_too() {
-    let t = tables(vec![Change::NeighAdd(wire::Neigh {
-        addr: "fd02::fe".parse().unwrap(),
-        lladdr: wire::Mac(GW_MAC),
-        dev: "b".into(),
-    })]);
+    let t = tables(vec![neigh("fd02::fe", GW_MAC, "b")]);
     let s6: Ipv6Addr = "fd01::2".parse().unwrap();
     let d6: Ipv6Addr = "2001:db8::7".parse().unwrap();
     let ll: Ipv6Addr = "fe80::7".parse().unwrap();
@@ -179,21 +177,9 @@ fn everything_else_is_left_to_the_general_stages() {
 /// 0.0.0.0/0 and ::/0 via the gateways on b: multicast, link-local and
 /// the unrouted then have a route too.
 fn default_via_gateway() -> [Change; 2] {
-    let default = |prefix: &str, via: &str| {
-        Change::RouteAdd(wire::Route {
-            linkdown: false,
-            proto: None,
-            prefix: prefix.parse().unwrap(),
-            table: 0,
-            target: RouteTarget::Gateway {
-                via: Some(via.parse().unwrap()),
-                dev: Some("b".into()),
-            },
-        })
-    };
     [
-        default("0.0.0.0/0", "10.2.0.254"),
-        default("::/0", "fd02::fe"),
+        route_via("0.0.0.0/0", "10.2.0.254", "b"),
+        route_via("::/0", "fd02::fe", "b"),
     ]
 }
 
@@ -201,34 +187,15 @@ fn default_via_gateway() -> [Change; 2] {
 /// it, a burst can be forwarded to two ports.
 fn route_back_to_a() -> [Change; 2] {
     [
-        Change::NeighAdd(wire::Neigh {
-            addr: "10.1.0.9".parse().unwrap(),
-            lladdr: wire::Mac([2, 0, 0, 0, 0, 9]),
-            dev: "a".into(),
-        }),
-        Change::RouteAdd(wire::Route {
-            linkdown: false,
-            proto: None,
-            prefix: "198.18.0.0/24".parse().unwrap(),
-            table: 0,
-            target: RouteTarget::Gateway {
-                via: Some("10.1.0.9".parse().unwrap()),
-                dev: Some("a".into()),
-            },
-        }),
+        neigh("10.1.0.9", [2, 0, 0, 0, 0, 9], "a"),
+        route_via("198.18.0.0/24", "10.1.0.9", "a"),
     ]
 }
 
 /// 9.9.9.0/24 and 2001:db8::/64 spread over two resolved gateways on b
 /// each (ECMP groups: the next hop is chosen by the flow hash).
 fn ecmp_routes() -> Vec<Change> {
-    let neigh = |a: &str, last: u8| {
-        Change::NeighAdd(wire::Neigh {
-            addr: a.parse().unwrap(),
-            lladdr: wire::Mac([2, 0, 0, 0, 0xec, last]),
-            dev: "b".into(),
-        })
-    };
+    let neigh = |a: &str, last: u8| neigh(a, [2, 0, 0, 0, 0xec, last], "b");
     let hop = |g: &str| wire::NextHopSpec {
         via: Some(g.parse().unwrap()),
         dev: Some("b".into()),
@@ -410,11 +377,7 @@ proptest! {
             extra.extend(route_back_to_a());
         }
         if v6_resolved {
-            extra.push(Change::NeighAdd(wire::Neigh {
-                addr: "fd02::fe".parse().unwrap(),
-                lladdr: wire::Mac(GW_MAC),
-                dev: "b".into(),
-            }));
+            extra.push(neigh("fd02::fe", GW_MAC, "b"));
         }
         let t = tables(extra);
         let mut a = Frames::new(burst.iter().map(frame).collect());

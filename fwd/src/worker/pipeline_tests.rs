@@ -93,30 +93,45 @@ pub(in crate::worker) fn tables(extra: Vec<Change>) -> Tables {
             target,
         })
     };
-    let via = |g: &str| RouteTarget::Gateway {
-        via: Some(g.parse().unwrap()),
-        dev: Some("b".into()),
-    };
     let mut changes = vec![
         addr("10.1.0.1/24", "a"),
         addr("fd01::1/64", "a"),
         addr("10.2.0.1/24", "b"),
         addr("fd02::1/64", "b"),
-        Change::NeighAdd(wire::Neigh {
-            addr: "10.2.0.254".parse().unwrap(),
-            lladdr: wire::Mac(GW_MAC),
-            dev: "b".into(),
-        }),
-        route("198.51.100.0/24", via("10.2.0.254")),
+        neigh("10.2.0.254", GW_MAC, "b"),
+        route_via("198.51.100.0/24", "10.2.0.254", "b"),
         route("203.0.113.0/24", RouteTarget::Reject),
         route("192.0.2.0/24", RouteTarget::Blackhole),
-        route("2001:db8::/32", via("fd02::fe")),
+        route_via("2001:db8::/32", "fd02::fe", "b"),
     ];
     changes.extend(extra);
     control::apply_changes(&base, &mut acl_w, &changes, None)
         .map_err(|e| e.to_string())
         .unwrap()
         .tables
+}
+
+/// Neighbour `addr` on `dev`, resolved to `mac`.
+pub(in crate::worker) fn neigh(addr: &str, mac: [u8; 6], dev: &str) -> Change {
+    Change::NeighAdd(wire::Neigh {
+        addr: addr.parse().unwrap(),
+        lladdr: wire::Mac(mac),
+        dev: dev.into(),
+    })
+}
+
+/// `prefix` via gateway `gw` on `dev`.
+pub(in crate::worker) fn route_via(prefix: &str, gw: &str, dev: &str) -> Change {
+    Change::RouteAdd(wire::Route {
+        linkdown: false,
+        proto: None,
+        prefix: prefix.parse().unwrap(),
+        table: 0,
+        target: RouteTarget::Gateway {
+            via: Some(gw.parse().unwrap()),
+            dev: Some(dev.into()),
+        },
+    })
 }
 
 /// The stages for a burst received on port `a`, host path off.

@@ -3,9 +3,9 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use ctl::wire::{self, Change, RouteTarget};
+use ctl::wire::{self, Change};
 
-use super::super::pipeline::tests::pipe;
+use super::super::pipeline::tests::{neigh, pipe, route_via};
 use super::*;
 use crate::acl::{IpPrefix, Masked8};
 use crate::control;
@@ -55,21 +55,8 @@ fn tables() -> Tables {
     let changes = vec![
         addr("10.1.0.1/24", "a"),
         addr("10.2.0.1/24", "b"),
-        Change::NeighAdd(wire::Neigh {
-            addr: "10.2.0.254".parse().unwrap(),
-            lladdr: wire::Mac(GW_MAC),
-            dev: "b".into(),
-        }),
-        Change::RouteAdd(wire::Route {
-            linkdown: false,
-            proto: None,
-            prefix: "198.51.100.0/24".parse().unwrap(),
-            table: 0,
-            target: RouteTarget::Gateway {
-                via: Some("10.2.0.254".parse().unwrap()),
-                dev: Some("b".into()),
-            },
-        }),
+        neigh("10.2.0.254", GW_MAC, "b"),
+        route_via("198.51.100.0/24", "10.2.0.254", "b"),
         Change::RuleAdd(Box::new(wire::Rule {
             id: Some(7),
             priority: 10,
