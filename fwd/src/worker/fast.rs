@@ -14,9 +14,9 @@
 //!    untagged IPv6 UDP or TCP without extension headers, not to a
 //!    link-local address), leave multicast, and list the rest by family
 //!    with their destinations. Only while rules are loaded is each parsed
-//!    into a [`pkt::Parsed`] (for its key): the rest of the path reads the
-//!    frame at its fixed offsets, and an ECMP group's flow hash parses it
-//!    when asked;
+//!    into a [`pkt::Parsed`] (for its key, and its flow hash): the rest of
+//!    the path reads the frame at its fixed offsets, and without rules an
+//!    ECMP group's flow hash parses it when asked;
 //! 2. while rules are loaded, one
 //!    [`Classifier::classify_burst`](crate::acl::Classifier::classify_burst):
 //!    a packet goes on only if its first match merely permits
@@ -83,6 +83,25 @@ impl Pipeline<'_> {
         rc: &mut CounterWriter,
         clock: Clock,
     ) -> Left {
+        if self.tables.acl.is_empty() {
+            self.fast_with::<P, false>(pkts, s, tally, rc, clock)
+        } else {
+            self.fast_with::<P, true>(pkts, s, tally, rc, clock)
+        }
+    }
+
+    /// [`Pipeline::fast`], `RULES` saying whether rules are loaded: only
+    /// then is each candidate parsed whole (for its key and flow hash),
+    /// classified, and its rule hit counted.
+    #[inline(always)]
+    fn fast_with<P: Packets, const RULES: bool>(
+        &self,
+        pkts: &mut P,
+        s: &mut Scratch,
+        tally: &mut Tally,
+        rc: &mut CounterWriter,
+        clock: Clock,
+    ) -> Left {
         let n = pkts.count();
         let t = self.tables;
         let rest = first(n);
@@ -101,18 +120,14 @@ impl Pipeline<'_> {
         }
         // The candidates by family, in burst order; with rules loaded, the
         // whole parse of each, for its key.
-        let (mut n4, mut n6) = if t.acl.is_empty() {
-            recognise::<P, false>(pkts, s, n)
-        } else {
-            recognise::<P, true>(pkts, s, n)
-        };
+        let (mut n4, mut n6) = recognise::<P, RULES>(pkts, s, n);
         if CUTOFF == Cutoff::Parse {
             return self.cut(s, listed(s, n4, n6), rest);
         }
         // The first match of each packet that goes on, by packet (None: no
         // match, or no rules).
         let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
-        if n4 + n6 > 0 && !t.acl.is_empty() {
+        if RULES && n4 + n6 > 0 {
             let m = n4 + n6;
             let port = self.in_port as u16;
             for k in 0..n4 {
@@ -132,14 +147,14 @@ impl Pipeline<'_> {
         }
         let vrf = t.port_vrf(self.in_port);
         if n4 > 0 {
-            let idx = &s.v4_idx;
-            let hash = |k: usize| flow_hash_of::<P, false>(pkts, idx[k]);
+            let (idx, parsed) = (&s.v4_idx, &s.parsed);
+            let hash = |k: usize| flow_hash_of::<P, false, RULES>(pkts, parsed, idx[k]);
             t.routing
                 .lookup4_burst(vrf, &s.v4_dst[..n4], hash, &mut s.v4_out[..n4]);
         }
         if n6 > 0 {
-            let idx = &s.v6_idx;
-            let hash = |k: usize| flow_hash_of::<P, true>(pkts, idx[k]);
+            let (idx, parsed) = (&s.v6_idx, &s.parsed);
+            let hash = |k: usize| flow_hash_of::<P, true, RULES>(pkts, parsed, idx[k]);
             t.routing
                 .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
         }
@@ -171,13 +186,8 @@ impl Pipeline<'_> {
             tick: clock.tick_ms,
             out: &mut out,
         };
-        if t.acl.is_empty() {
-            step.forward::<P, false, false>(pkts, v4);
-            step.forward::<P, true, false>(pkts, v6);
-        } else {
-            step.forward::<P, false, true>(pkts, v4);
-            step.forward::<P, true, true>(pkts, v6);
-        }
+        step.forward::<P, false, RULES>(pkts, v4);
+        step.forward::<P, true, RULES>(pkts, v6);
         out.run.flush(rc, clock.tick_ms);
         Left {
             rest: out.rest,
@@ -406,9 +416,17 @@ fn ready(t: &crate::tables::Tables, nh: u32) -> Option<Hop> {
 }
 
 /// The flow hash of packet `i`, a plain frame of the family `V6` says: an
-/// ECMP group's lanes ask for it, and only they parse the frame for it.
+/// ECMP group's lanes ask for it. With `RULES` the frame was parsed into
+/// `parsed` when it was recognised; otherwise only these lanes parse it.
 #[inline(always)]
-fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
+fn flow_hash_of<P: Packets, const V6: bool, const RULES: bool>(
+    pkts: &mut P,
+    parsed: &[pkt::Parsed; BURST],
+    i: u8,
+) -> u32 {
+    if RULES {
+        return parsed.get(usize::from(i)).map_or(0, pkt::flow_hash);
+    }
     let Some((f, _)) = pkts.single(usize::from(i)) else {
         return 0;
     };
@@ -422,11 +440,11 @@ fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
 }
 
 /// Step 1: lists the plain unicast frames by family (index and
-/// destination) and, when `FULL` (rules are loaded), parses each into
+/// destination) and, when `RULES` (rules are loaded), parses each into
 /// `s.parsed` for its key. Multicast, broadcast and link-local IPv6
 /// destinations are the general stages'.
 #[inline(always)]
-fn recognise<P: Packets, const FULL: bool>(
+fn recognise<P: Packets, const RULES: bool>(
     pkts: &mut P,
     s: &mut Scratch,
     n: usize,
@@ -439,7 +457,7 @@ fn recognise<P: Packets, const FULL: bool>(
         if let Some(h) = pkt::plain_v4(frame, nic_csum) {
             let dst = h.dst();
             if !is_multicast_v4(dst) {
-                if FULL {
+                if RULES {
                     s.parsed[i] = h.parsed();
                 }
                 s.v4_idx[n4] = i as u8;
@@ -450,7 +468,7 @@ fn recognise<P: Packets, const FULL: bool>(
             let dst = h.dst();
             // Link-local is ours or never forwarded.
             if !is_multicast_v6(dst) && !is_link_local_v6(dst) {
-                if FULL {
+                if RULES {
                     s.parsed[i] = h.parsed();
                 }
                 s.v6_idx[n6] = i as u8;
