@@ -486,11 +486,17 @@ impl Default for ControlConfig {
 pub struct DatapathConfig {
     /// TX buffers are flushed at least this often (microseconds).
     pub drain_us: u64,
+    /// Entries of each worker's flow cache in front of the rule set
+    /// (64 bytes each; rounded up to a power of two; 0 turns it off).
+    pub acl_flow_cache: usize,
 }
 
 impl Default for DatapathConfig {
     fn default() -> Self {
-        DatapathConfig { drain_us: 100 }
+        DatapathConfig {
+            drain_us: 100,
+            acl_flow_cache: crate::acl::FlowCache::DEFAULT_ENTRIES,
+        }
     }
 }
 
@@ -1059,6 +1065,12 @@ impl Config {
         if self.datapath.drain_us == 0 || self.datapath.drain_us > 100_000 {
             return Err(invalid("datapath.drain_us", "must be 1..=100000"));
         }
+        if self.datapath.acl_flow_cache > crate::acl::FlowCache::MAX_ENTRIES {
+            return Err(invalid(
+                "datapath.acl_flow_cache",
+                format!("must be 0..={}", crate::acl::FlowCache::MAX_ENTRIES),
+            ));
+        }
         // Only the shape of a route here: what it means (the port, the
         // gateway's family and subnet) is checked by the same rules as a
         // `fwdctl` batch when the tables are built (`--check` builds them).
@@ -1187,6 +1199,10 @@ neighbours:
                 "control.request_timeout_s",
             ),
             ("control: {stall_ms: 0}\n", "control.stall_ms"),
+            (
+                "datapath: {acl_flow_cache: 2000000}\n",
+                "datapath.acl_flow_cache",
+            ),
             ("mempool: {mbufs: 4294967295}\n", "mempool.mbufs"),
             (
                 "mempool: {mbufs: 400000}\neal: {memory_mb: 256}\n",

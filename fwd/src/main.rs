@@ -331,6 +331,7 @@ fn run() -> Result<()> {
             rx,
             tx,
             drain_cycles,
+            flow_cache: cfg.datapath.acl_flow_cache,
             rule_counters: rule_counter_writers.remove(0),
             pool: Arc::clone(&pool),
             channel: Arc::clone(&channels[wi]),

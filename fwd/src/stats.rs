@@ -113,7 +113,8 @@ impl DropReason {
     }
 }
 
-/// What the data path did besides forwarding, counted per lcore.
+/// What the data path did besides forwarding, and how its flow cache fared,
+/// counted per lcore.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Event {
@@ -138,10 +139,15 @@ pub enum Event {
     MirrorFailed,
     /// Packets handed to the host thread for the port's kernel interface.
     Punted,
+    /// Rule-set lookups answered by the worker's flow cache.
+    AclCacheHits,
+    /// Rule-set lookups that went to the classifier (missed the flow
+    /// cache, or it stood aside for traffic it kept missing).
+    AclCacheMisses,
 }
 
 impl Event {
-    pub const ALL: [Event; 10] = [
+    pub const ALL: [Event; 12] = [
         Event::Replies,
         Event::IcmpErrors,
         Event::IcmpSuppressed,
@@ -152,6 +158,8 @@ impl Event {
         Event::Injected,
         Event::MirrorFailed,
         Event::Punted,
+        Event::AclCacheHits,
+        Event::AclCacheMisses,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -167,6 +175,8 @@ impl Event {
             Event::Injected => "injected",
             Event::MirrorFailed => "mirror_failed",
             Event::Punted => "punted",
+            Event::AclCacheHits => "acl_cache_hits",
+            Event::AclCacheMisses => "acl_cache_misses",
         }
     }
 }

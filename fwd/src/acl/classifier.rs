@@ -2,6 +2,7 @@
 
 use crate::arch::{self, Simd};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::compiled::{exact_word, point4, point6, BoxRule, Compiled, Leaf, Leaf4, Leaf6, D4, D6};
@@ -250,7 +251,19 @@ pub struct Classifier {
     n_dead: usize,
     overlay: Overlay,
     version: u64,
+    /// Names this version's content for the workers' flow caches
+    /// ([`super::FlowCache`]): unique in the process (a writer made anew
+    /// restarts `version`, never this), shared only by clones, which hold
+    /// the same rules at the same addresses.
+    uid: u64,
     len: usize,
+}
+
+/// A fresh [`Classifier::uid`] (never 0: an empty cache entry's owner).
+fn fresh_uid() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    // Relaxed: only uniqueness matters, which the read-modify-write gives.
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Sizes of a version, for `show` commands and the benchmark.
@@ -287,6 +300,7 @@ impl Classifier {
             n_dead: 0,
             overlay: Overlay::default(),
             version: 0,
+            uid: fresh_uid(),
             len: 0,
         }
     }
@@ -457,24 +471,58 @@ impl Classifier {
     /// # Panics
     /// If `out.len() < keys.len()`.
     pub fn classify_burst<'a>(&'a self, keys: &[Key], out: &mut [Option<&'a RuleEntry>]) {
+        self.classify_burst_coded(keys, out, &mut []);
+    }
+
+    /// [`Classifier::classify_burst`] that also says, in `codes[i]` (when
+    /// `codes` is not empty), how [`Classifier::coded_entry`] gives the
+    /// match back: the base index of a base rule, [`CODE_NONE`] for no
+    /// match, [`CODE_OVERLAY`] for an overlay rule (which it does not give
+    /// back: the flow cache does not keep those).
+    pub(crate) fn classify_burst_coded<'a>(
+        &'a self,
+        keys: &[Key],
+        out: &mut [Option<&'a RuleEntry>],
+        codes: &mut [u32],
+    ) {
         arch::dispatch(BurstJob {
             cls: self,
             keys,
             out,
+            codes,
         })
     }
 
-    /// [`Classifier::classify_burst`] with the instructions `s`.
+    /// The match that code `code` of this version's
+    /// [`Classifier::classify_burst_coded`] stands for.
+    #[inline(always)]
+    pub(crate) fn coded_entry(&self, code: u32) -> Option<&RuleEntry> {
+        debug_assert_ne!(code, CODE_OVERLAY);
+        self.base.entries.get(code as usize).map(|e| &**e)
+    }
+
+    /// See the field.
+    #[inline(always)]
+    pub(crate) fn uid(&self) -> u64 {
+        self.uid
+    }
+
+    /// [`Classifier::classify_burst_coded`] with the instructions `s`.
     #[inline(always)]
     pub(crate) fn classify_burst_in<'a, S: Simd>(
         &'a self,
         s: S,
         keys: &[Key],
         out: &mut [Option<&'a RuleEntry>],
+        codes: &mut [u32],
     ) {
         assert!(out.len() >= keys.len(), "out shorter than keys");
+        assert!(
+            codes.is_empty() || codes.len() >= keys.len(),
+            "codes shorter than keys"
+        );
         let dead = self.dead();
-        for (kc, oc) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+        for (c, (kc, oc)) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)).enumerate() {
             let n = kc.len();
             let mut best = [u32::MAX; CHUNK];
             let (mut v4, mut v6) = (0u32, 0u32);
@@ -496,6 +544,9 @@ impl Classifier {
                 }
                 burst_trees(s, &self.base.v6, &pts, kc, v6, dead, &mut best);
             }
+            if !codes.is_empty() {
+                codes[c * CHUNK..c * CHUNK + n].copy_from_slice(&best[..n]);
+            }
             if self.overlay.is_empty() {
                 for (o, &b) in oc.iter_mut().zip(&best[..n]) {
                     *o = (b != u32::MAX).then(|| &*self.base.entries[b as usize]);
@@ -512,7 +563,12 @@ impl Classifier {
                     .lookup_burst(kc, &mut bound[..n], &mut hit[..n]);
                 for i in 0..n {
                     oc[i] = match hit[i] {
-                        Some(r) => Some(&*r.entry),
+                        Some(r) => {
+                            if !codes.is_empty() {
+                                codes[c * CHUNK + i] = CODE_OVERLAY;
+                            }
+                            Some(&*r.entry)
+                        }
                         None => {
                             (best[i] != u32::MAX).then(|| &*self.base.entries[best[i] as usize])
                         }
@@ -528,15 +584,22 @@ struct BurstJob<'a, 'k, 'o> {
     cls: &'a Classifier,
     keys: &'k [Key],
     out: &'o mut [Option<&'a RuleEntry>],
+    codes: &'o mut [u32],
 }
 
 impl arch::WithSimd for BurstJob<'_, '_, '_> {
     type Out = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        self.cls.classify_burst_in(s, self.keys, self.out);
+        self.cls
+            .classify_burst_in(s, self.keys, self.out, self.codes);
     }
 }
+
+/// [`Classifier::classify_burst_coded`]'s code for no match.
+pub(crate) const CODE_NONE: u32 = u32::MAX;
+/// [`Classifier::classify_burst_coded`]'s code for an overlay rule's match.
+pub(crate) const CODE_OVERLAY: u32 = u32::MAX - 1;
 
 // Versions are handed to worker threads.
 const _: () = {
@@ -822,6 +885,7 @@ impl ClassifierWriter {
                 n_dead,
                 overlay,
                 version: cur.version + 1,
+                uid: fresh_uid(),
                 len: self.rules.len(),
             }
         };
@@ -969,6 +1033,7 @@ impl ClassifierWriter {
             n_dead,
             overlay: ov.finish(),
             version: self.current.version + 1,
+            uid: fresh_uid(),
             len: self.rules.len(),
         }
     }

@@ -41,6 +41,10 @@
 //!   [`Classifier::classify_after`] lookups (the same trees and overlay,
 //!   with a lower bound on the precedence), so rule sets without such
 //!   rules pay one well-predicted branch per packet.
+//!   [`Classifier::classify_burst_cached`] answers the same through a
+//!   worker's own [`FlowCache`] (an exact-match cache of recent keys,
+//!   valid only for the version that filled it); the cache is the one
+//!   thing a lookup writes, and only its owner ever touches it.
 //! * **Counters** ([`CounterSet`], [`CounterWriter`]): per worker, per slot,
 //!   single writer, summed on read; `last_used` stored at most once per tick.
 //!   Slots of deleted rules ([`Applied::retired_slots`]) are reused only after
@@ -137,6 +141,7 @@ mod classbench;
 mod classifier;
 mod compiled;
 mod counters;
+mod flow_cache;
 mod order;
 mod overlay;
 mod reference;
@@ -153,6 +158,7 @@ pub use classifier::{
     Rebuilt, Update, UpdateError,
 };
 pub use counters::{CounterSet, CounterWriter, RuleStats};
+pub use flow_cache::FlowCache;
 pub use reference::{effective, first_match, Linear};
 pub use rule::{
     order_key, validate_actions, Action, Family, IpPrefix, Key, Masked16, Masked8, PoliceRate,

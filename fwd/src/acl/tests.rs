@@ -117,9 +117,9 @@ fn rule_match() -> impl Strategy<Value = RuleMatch> {
 }
 
 /// Priority, match, and which action list ([`actions_of`]).
-type Body = (u32, RuleMatch, u8);
+pub(super) type Body = (u32, RuleMatch, u8);
 
-fn rule_body() -> impl Strategy<Value = Body> {
+pub(super) fn rule_body() -> impl Strategy<Value = Body> {
     (0u32..12, rule_match(), 0u8..6)
 }
 
@@ -138,7 +138,7 @@ fn actions_of(id: RuleId, kind: u8) -> Vec<Action> {
     }
 }
 
-fn mk_rule(id: RuleId, (priority, matches, kind): Body) -> Rule {
+pub(super) fn mk_rule(id: RuleId, (priority, matches, kind): Body) -> Rule {
     Rule {
         id,
         priority,
@@ -147,7 +147,7 @@ fn mk_rule(id: RuleId, (priority, matches, kind): Body) -> Rule {
     }
 }
 
-fn key() -> impl Strategy<Value = Key> {
+pub(super) fn key() -> impl Strategy<Value = Key> {
     let v4 = (
         0u8..4,
         0u8..4,
@@ -214,7 +214,7 @@ fn key() -> impl Strategy<Value = Key> {
         )
 }
 
-fn small_cfg() -> Config {
+pub(super) fn small_cfg() -> Config {
     Config {
         capacity: 4096,
         tree: TreeParams {
@@ -240,10 +240,10 @@ fn check_version(
     // The baseline instructions too, and AVX2 where the CPU has it (where
     // `classify_burst` took AVX-512, nothing else runs the AVX2 copy).
     let mut sse2 = vec![None; keys.len()];
-    c.classify_burst_in(crate::arch::Sse2, keys, &mut sse2);
+    c.classify_burst_in(crate::arch::Sse2, keys, &mut sse2, &mut []);
     let avx2 = crate::arch::Avx2::detect().map(|a| {
         let mut v = vec![None; keys.len()];
-        c.classify_burst_in(a, keys, &mut v);
+        c.classify_burst_in(a, keys, &mut v, &mut []);
         v
     });
     for (i, ((k, got), got_sse2)) in keys.iter().zip(&out).zip(&sse2).enumerate() {

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fwd::acl::{
-    parse_rules, parse_trace, Classifier, ClassifierWriter, Config, IpPrefix, Key, Linear, Rule,
-    RuleMatch, TraceTag, Update, TCP_FLAGS_MAX,
+    parse_rules, parse_trace, Classifier, ClassifierWriter, Config, FlowCache, IpPrefix, Key,
+    Linear, Rule, RuleMatch, TraceTag, Update, TCP_FLAGS_MAX,
 };
 
 const BURST: usize = 32;
@@ -171,11 +171,16 @@ fn tm_only() -> Config {
 /// and we keep its best of 5 runs); the first is robust against other load
 /// on a shared machine.
 fn lookup_ns2(c: &Classifier, keys: &[Key]) -> (f64, f64) {
+    lookup_ns_through(c, keys, &mut FlowCache::new(0))
+}
+
+/// [`lookup_ns2`] through the flow cache `cache` (the worker's lookup).
+fn lookup_ns_through(c: &Classifier, keys: &[Key], cache: &mut FlowCache) -> (f64, f64) {
     let mut out = [None; BURST];
     let mut pass = || {
         let mut acc = 0u64;
         for chunk in keys.chunks(BURST) {
-            c.classify_burst(chunk, &mut out[..chunk.len()]);
+            c.classify_burst_cached(chunk, &mut out[..chunk.len()], cache);
             for m in &out[..chunk.len()] {
                 acc += m.map_or(0, |e| e.slot() as u64);
             }
@@ -492,6 +497,10 @@ fn main() {
     }
     if std::env::var_os("BENCH_ACL_SWEEP").is_some() {
         sweep(&data);
+        return;
+    }
+    if std::env::var_os("BENCH_ACL_CACHE").is_some() {
+        println!("{}", cache_rows(&data).trim());
         return;
     }
     if std::env::var_os("BENCH_ACL_LATE").is_some() {
@@ -1147,6 +1156,65 @@ fn large_rows(data: &Path) -> String {
         );
     }
     let _ = std::fs::remove_dir_all(&tmp);
+    md
+}
+
+/// BENCH_ACL_CACHE=1: acl1_10k looked up straight and through a worker's
+/// flow cache (the default 8,192 entries): the throughput recipe's traffic
+/// (4,096 flows that only the catch-all rules match, over and over), the
+/// same with every key new (all misses: what the cache adds), and keys
+/// inside random rules (100,000 keys, few of them repeated).
+fn cache_rows(data: &Path) -> String {
+    let (acl1, _, inside) = lyxocs_10k(data);
+    let (_w, c, _) = build(&acl1, Config::default());
+    let late = |n: usize, seed: u64| -> Vec<Key> {
+        let mut rng = Rng(seed);
+        (0..n)
+            .map(|_| Key {
+                src: (0x0a00_0000 | rng.below(1 << 16)) as u128,
+                dst: (0x0a01_0001 | (rng.below(1000) << 8)) as u128,
+                sport: 1024 + rng.below(4096) as u16,
+                dport: 1024 + rng.below(4096) as u16,
+                proto: 17,
+                ..Key::default()
+            })
+            .collect()
+    };
+    let flows = late(4096, 0xF10);
+    let recipe: Vec<Key> = (0..100_000)
+        .map(|i| flows[(i * 7919) % flows.len()])
+        .collect();
+    let fresh = late(100_000, 0x1A7E);
+    let sizes: Vec<usize> = std::env::var("BENCH_ACL_CACHE_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![FlowCache::DEFAULT_ENTRIES]);
+    let mut md = String::from("| keys | straight: ns/lookup |");
+    for n in &sizes {
+        let _ = write!(md, " cache of {n}: ns/lookup (hits) |");
+    }
+    md.push_str("\n|---|---|");
+    md.push_str(&"---|".repeat(sizes.len()));
+    md.push('\n');
+    for (name, keys) in [
+        (
+            "4,096 late-match flows, repeated (the throughput recipe's)",
+            &recipe,
+        ),
+        ("100,000 late-match keys, each new", &fresh),
+        ("100,000 keys inside random rules", &inside),
+    ] {
+        let (plain, _) = lookup_ns2(&c, keys);
+        let _ = write!(md, "| {name} | {plain:.1} |");
+        for &n in &sizes {
+            // A cache per run, warmed by the timing's own first pass.
+            let mut cache = FlowCache::new(n);
+            let (cached, _) = lookup_ns_through(&c, keys, &mut cache);
+            let rate = cache.hits as f64 * 100.0 / (cache.hits + cache.misses).max(1) as f64;
+            let _ = write!(md, " {cached:.1} ({rate:.1}%) |");
+        }
+        md.push('\n');
+    }
     md
 }
 

@@ -18,8 +18,9 @@
 //!    the path reads the frame at its fixed offsets, and without rules an
 //!    ECMP group's flow hash parses it when asked;
 //! 2. while rules are loaded, one
-//!    [`Classifier::classify_burst`](crate::acl::Classifier::classify_burst):
-//!    a packet goes on only if its first match merely permits
+//!    [`Classifier::classify_burst_cached`](crate::acl::Classifier::classify_burst_cached)
+//!    (through the worker's flow cache, [`crate::acl::FlowCache`]): a
+//!    packet goes on only if its first match merely permits
 //!    ([`RuleEntry::only_permits`]) or nothing matches;
 //! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst)
 //!    and one `lookup6_burst`;
@@ -137,7 +138,8 @@ impl Pipeline<'_> {
                 s.keys[n4 + k] = key_of(&s.parsed[usize::from(s.v6_idx[k])], port);
             }
             let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
-            t.acl.classify_burst(&s.keys[..m], &mut found[..m]);
+            t.acl
+                .classify_burst_cached(&s.keys[..m], &mut found[..m], &mut s.flows);
             let (f4, f6) = found[..m].split_at(n4);
             n4 = keep_permitted(&mut s.v4_idx, &mut s.v4_dst, f4, &mut rule);
             n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, f6, &mut rule);

@@ -60,6 +60,8 @@ pub struct WorkerSetup {
     pub tx: Vec<TxQueue>,
     /// TX buffers are flushed at least every this many TSC cycles.
     pub drain_cycles: u64,
+    /// Entries of its flow cache in front of the rule set (0: none).
+    pub flow_cache: usize,
     /// This worker's rule counters and policer state.
     pub rule_counters: CounterWriter,
     /// Where mirror copies, ICMP errors and fragments come from.
@@ -141,7 +143,7 @@ impl Worker {
     pub fn run(mut self, mut reader: Reader<Tables>, stop: Arc<AtomicBool>) -> i32 {
         let stats = Arc::clone(&self.stats);
         let counters = stats.lcore(self.setup.index);
-        let mut scratch = Scratch::default();
+        let mut scratch = Scratch::with_flow_cache(self.setup.flow_cache);
         let mut burst = RxBurst::default();
         let mut last_drain = rdtsc();
         let clock_base = ClockBase::new(tsc_hz());
@@ -177,6 +179,9 @@ impl Worker {
             let now = rdtsc();
             if now.wrapping_sub(last_drain) >= self.setup.drain_cycles {
                 self.flush_all(counters);
+                let (hits, misses) = scratch.flows.take_counts();
+                counters.event_n(Event::AclCacheHits, hits);
+                counters.event_n(Event::AclCacheMisses, misses);
                 last_drain = now;
             }
         }

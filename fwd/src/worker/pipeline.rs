@@ -26,7 +26,7 @@
 
 use std::net::IpAddr;
 
-use crate::acl::{self, CounterWriter, Key, RuleEntry, VLAN_NONE};
+use crate::acl::{self, CounterWriter, FlowCache, Key, RuleEntry, VLAN_NONE};
 use crate::dpdk::mbuf::BURST;
 use crate::pkt::{self, IcmpError, L3Kind, NeighMsg, Parsed};
 use crate::route::Resolved;
@@ -108,7 +108,7 @@ pub enum Verdict {
 // store-to-load forwarding (measured: ~13% of the worker's time).
 static_assertions::const_assert!(std::mem::size_of::<Verdict>() <= 8);
 
-/// Per-burst scratch, on the worker's stack.
+/// Per-burst scratch, on the worker's stack, and the worker's flow cache.
 pub struct Scratch {
     pub parsed: [Parsed; BURST],
     pub verdict: [Verdict; BURST],
@@ -126,6 +126,8 @@ pub struct Scratch {
     pub(super) v6_idx: [u8; BURST],
     pub(super) v6_dst: [u128; BURST],
     pub(super) v6_out: [Resolved; BURST],
+    /// This worker's first matches of recent flows (kept across bursts).
+    pub flows: FlowCache,
 }
 
 impl Default for Scratch {
@@ -148,6 +150,17 @@ impl Default for Scratch {
             v6_idx: [0; BURST],
             v6_dst: [0; BURST],
             v6_out: [Resolved::NoRoute; BURST],
+            flows: FlowCache::default(),
+        }
+    }
+}
+
+impl Scratch {
+    /// With a flow cache of `entries` entries (0: none).
+    pub fn with_flow_cache(entries: usize) -> Self {
+        Scratch {
+            flows: FlowCache::new(entries),
+            ..Scratch::default()
         }
     }
 }
@@ -368,7 +381,8 @@ impl Pipeline<'_> {
             return;
         }
         let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
-        t.acl.classify_burst(&s.keys[..m], &mut found[..m]);
+        t.acl
+            .classify_burst_cached(&s.keys[..m], &mut found[..m], &mut s.flows);
         for (k, hit) in found[..m].iter().enumerate() {
             let Some(rule) = *hit else {
                 continue;

@@ -1,0 +1,296 @@
+//! A worker's exact-match flow cache in front of the classifier (Open
+//! vSwitch's EMC in spirit): the first match of a key that this worker
+//! classified recently, taken back with one hash and one or two key
+//! compares instead of a lookup through the trees.
+//!
+//! An entry holds a whole [`Key`] (every field any rule can look at), the
+//! [`Classifier::uid`] of the version that classified it, and that
+//! version's code for the match ([`Classifier::classify_burst_coded`]: a
+//! base rule's index, or no match). It answers only for that same version:
+//! a new version (any batch, a rebuild, a writer made anew) has a new uid,
+//! so every older entry stops answering at once, without a flush, and a
+//! hit is by construction what the version it is asked under would say.
+//! Matches of the overlay (rules changed since the last rebuild, folded
+//! into the base by the background rebuild) are not kept.
+//!
+//! Two ways a set, the newer first; 64 bytes an entry. The default, 32,768
+//! entries (2 MiB a worker, of which only the entries of live flows are
+//! ever in the CPU's caches), keeps 98% of 4,096 flows that take turns;
+//! 8,192 kept 75% (`bench-results/acl_flow_cache.md`). Nothing is shared:
+//! each worker owns its cache, and lookups stay free of locks and atomics.
+//!
+//! A miss costs the classifier's lookup plus the hash, the probe and the
+//! insert (+11 ns a lookup in the benchmark). When fewer than one lookup in
+//! [`POOR`] hit over a window of [`WINDOW`], as with many short flows or a
+//! scan, the cache stands aside for [`ASIDE`] calls (bursts) and then tries
+//! again: such traffic pays about a tenth of that. Keys that hash alike
+//! (chosen by an attacker, or just many flows) only evict each other, and
+//! then the cache stands aside the same way.
+
+use super::classifier::{Classifier, CODE_NONE, CODE_OVERLAY};
+use super::rule::Key;
+use super::RuleEntry;
+use crate::arch;
+
+/// Keys looked up together: the hashes of a group are computed and their
+/// sets prefetched before the first probe (the worker's burst).
+const GROUP: usize = 32;
+
+/// Lookups over which the hit rate is judged.
+const WINDOW: u32 = 4096;
+
+/// Below one hit in this many lookups over a window, the cache stands
+/// aside ...
+const POOR: u32 = 8;
+
+/// ... for this many calls (bursts), then tries again for a window.
+const ASIDE: u32 = 2048;
+
+/// A key as three words: every field of it, exactly (equal words, equal
+/// keys), compared and hashed at once.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Words {
+    src: u128,
+    dst: u128,
+    /// Ports, protocol, DSCP and family; ingress port, VLAN and TCP flags.
+    rest: u128,
+}
+
+impl Words {
+    #[inline(always)]
+    fn of(k: &Key) -> Words {
+        let lo = u64::from(k.sport)
+            | u64::from(k.dport) << 16
+            | u64::from(k.proto) << 32
+            | u64::from(k.dscp) << 40
+            | u64::from(k.is_v6) << 48;
+        let hi = u64::from(k.in_port) | u64::from(k.vlan) << 16 | u64::from(k.tcp_flags) << 32;
+        Words {
+            src: k.src,
+            dst: k.dst,
+            rest: u128::from(lo) | u128::from(hi) << 64,
+        }
+    }
+
+    /// Multiply-xorshift rounds over the words' halves.
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        const M: u64 = 0x9E37_79B9_7F4A_7C15;
+        let fold = |x: u128, r: u32| (x as u64) ^ ((x >> 64) as u64).rotate_left(r);
+        let mut h = (fold(self.src, 23) ^ fold(self.rest, 7)).wrapping_mul(M);
+        h = (h ^ (h >> 31) ^ fold(self.dst, 41)).wrapping_mul(M);
+        h ^ (h >> 32)
+    }
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Entry {
+    key: Words,
+    /// The [`Classifier::uid`] that classified `key`; 0: empty.
+    owner: u64,
+    /// Its code (see the module doc).
+    code: u32,
+}
+
+const EMPTY: Entry = Entry {
+    key: Words {
+        src: 0,
+        dst: 0,
+        rest: 0,
+    },
+    owner: 0,
+    code: CODE_NONE,
+};
+
+/// See the module doc.
+pub struct FlowCache {
+    /// Set `s` is entries `2s` (the newer) and `2s + 1`.
+    entries: Vec<Entry>,
+    /// Sets - 1; unused while `entries` is empty (off).
+    set_mask: usize,
+    /// Sets asked for until the first lookup (the memory is taken then).
+    sets: usize,
+    /// The keys of a group that missed, for the classifier (kept to spare
+    /// a fresh array a call).
+    missed: Vec<Key>,
+    /// Lookups of the current window, and its hits.
+    window: u32,
+    window_hits: u32,
+    /// Calls left that go straight to the classifier.
+    aside: u32,
+    /// Lookups answered from the cache.
+    pub hits: u64,
+    /// Lookups that went to the classifier (missed, or the cache stood
+    /// aside).
+    pub misses: u64,
+}
+
+impl Default for FlowCache {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_ENTRIES)
+    }
+}
+
+impl FlowCache {
+    /// Entries of a cache made with [`FlowCache::default`].
+    pub const DEFAULT_ENTRIES: usize = 32768;
+
+    /// Most entries a cache may have.
+    pub const MAX_ENTRIES: usize = 1 << 20;
+
+    /// A cache of `entries` entries (rounded up to a power of two, at most
+    /// [`FlowCache::MAX_ENTRIES`]); 0 turns it off (every lookup goes to the
+    /// classifier). The memory is taken at the first lookup.
+    pub fn new(entries: usize) -> Self {
+        let entries = entries.min(Self::MAX_ENTRIES);
+        FlowCache {
+            entries: Vec::new(),
+            set_mask: 0,
+            sets: if entries == 0 {
+                0
+            } else {
+                entries.next_power_of_two().max(2) / 2
+            },
+            missed: Vec::new(),
+            window: 0,
+            window_hits: 0,
+            aside: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// The hits and misses counted since the last call.
+    pub fn take_counts(&mut self) -> (u64, u64) {
+        (
+            std::mem::take(&mut self.hits),
+            std::mem::take(&mut self.misses),
+        )
+    }
+
+    /// Counts a call's `hits` of `n` lookups into the window; at the end of
+    /// a window that hit less than one in [`POOR`], stands aside.
+    #[inline(always)]
+    fn judge(&mut self, n: usize, hits: usize) {
+        self.hits += hits as u64;
+        self.misses += (n - hits) as u64;
+        self.window += n as u32;
+        self.window_hits += hits as u32;
+        if self.window >= WINDOW {
+            if self.window_hits * POOR < self.window {
+                self.aside = ASIDE;
+            }
+            self.window = 0;
+            self.window_hits = 0;
+        }
+    }
+
+    /// Entries it holds at most (0: off).
+    pub fn capacity(&self) -> usize {
+        self.sets * 2
+    }
+
+    #[cold]
+    fn allocate(&mut self) {
+        self.entries = vec![EMPTY; self.sets * 2];
+        self.set_mask = self.sets - 1;
+        self.missed = Vec::with_capacity(GROUP);
+    }
+
+    /// The code of `k` if version `uid` classified it here.
+    #[inline(always)]
+    fn probe(&self, set: usize, k: &Words, uid: u64) -> Option<u32> {
+        let ways = &self.entries[2 * set..2 * set + 2];
+        ways.iter()
+            .find(|e| e.owner == uid && e.key == *k)
+            .map(|e| e.code)
+    }
+
+    /// Keeps `code` for `k` under version `uid`, the newer of its set.
+    #[inline(always)]
+    fn insert(&mut self, set: usize, k: &Words, uid: u64, code: u32) {
+        let ways = &mut self.entries[2 * set..2 * set + 2];
+        if ways[0].owner == uid {
+            // The same key twice in one group: kept once.
+            if ways[0].key == *k {
+                return;
+            }
+            ways[1] = ways[0];
+        }
+        ways[0] = Entry {
+            key: *k,
+            owner: uid,
+            code,
+        };
+    }
+}
+
+impl Classifier {
+    /// [`Classifier::classify_burst`] through a worker's flow cache: the
+    /// same answers (see the module doc), from the cache where it has them.
+    ///
+    /// # Panics
+    /// If `out.len() < keys.len()`.
+    pub fn classify_burst_cached<'a>(
+        &'a self,
+        keys: &[Key],
+        out: &mut [Option<&'a RuleEntry>],
+        cache: &mut FlowCache,
+    ) {
+        if cache.sets == 0 {
+            return self.classify_burst(keys, out);
+        }
+        if cache.aside > 0 {
+            // Traffic the cache mostly missed (many short flows, a scan):
+            // what a probe and an insert cost would be spent for little.
+            cache.aside -= 1;
+            cache.misses += keys.len() as u64;
+            return self.classify_burst(keys, out);
+        }
+        assert!(out.len() >= keys.len(), "out shorter than keys");
+        if cache.entries.is_empty() {
+            cache.allocate();
+        }
+        let uid = self.uid();
+        for (kc, oc) in keys.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
+            let mut words = [EMPTY.key; GROUP];
+            let mut set = [0usize; GROUP];
+            for ((w, s), k) in words.iter_mut().zip(set.iter_mut()).zip(kc) {
+                *w = Words::of(k);
+                *s = (w.hash() as usize) & cache.set_mask;
+                arch::prefetch(&cache.entries[2 * *s]);
+            }
+            let mut at = [0u8; GROUP];
+            cache.missed.clear();
+            for (i, k) in kc.iter().enumerate() {
+                match cache.probe(set[i], &words[i], uid) {
+                    Some(code) => oc[i] = self.coded_entry(code),
+                    None => {
+                        at[cache.missed.len()] = i as u8;
+                        cache.missed.push(*k);
+                    }
+                }
+            }
+            let n = cache.missed.len();
+            cache.judge(kc.len(), kc.len() - n);
+            if n == 0 {
+                continue;
+            }
+            let mut found = [None; GROUP];
+            let mut codes = [CODE_NONE; GROUP];
+            self.classify_burst_coded(&cache.missed, &mut found[..n], &mut codes[..n]);
+            for j in 0..n {
+                let i = usize::from(at[j]);
+                oc[i] = found[j];
+                if codes[j] != CODE_OVERLAY {
+                    cache.insert(set[i], &words[i], uid, codes[j]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "flow_cache_tests.rs"]
+mod tests;

@@ -1,0 +1,255 @@
+//! The flow cache answers exactly as the classifier does: random rule sets
+//! and batches (overlay states, rebuilds, writers made anew), bursts drawn
+//! from a small pool of keys so that flows repeat.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::super::tests::{key, mk_rule, rule_body, small_cfg, Body};
+use super::*;
+use crate::acl::{ClassifierWriter, Rule, RuleId, RuleMatch, Update};
+
+/// Same rule (the same entry of the same version) or both none.
+fn same(a: Option<&RuleEntry>, b: Option<&RuleEntry>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => std::ptr::eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// `keys` through `cache` and straight through `c`; every answer the same.
+fn check_burst(c: &Classifier, cache: &mut FlowCache, keys: &[Key]) -> Result<(), TestCaseError> {
+    let mut direct = vec![None; keys.len()];
+    c.classify_burst(keys, &mut direct);
+    let mut cached = vec![None; keys.len()];
+    c.classify_burst_cached(keys, &mut cached, cache);
+    for (i, (a, b)) in cached.iter().zip(&direct).enumerate() {
+        prop_assert!(
+            same(*a, *b),
+            "key {:?}: cached {:?}, classifier {:?}",
+            keys[i],
+            a.map(|e| e.id()),
+            b.map(|e| e.id())
+        );
+    }
+    Ok(())
+}
+
+/// The bursts of `bursts` (indexes into `pool`) through `cache`, then the
+/// pool's first key twice: found the second time when the cache is on,
+/// unless an overlay rule matched it (not kept) or the cache stands aside.
+fn check_all(
+    c: &Classifier,
+    cache: &mut FlowCache,
+    pool: &[Key],
+    bursts: &[Vec<usize>],
+    entries: usize,
+) -> Result<(), TestCaseError> {
+    for b in bursts {
+        let keys: Vec<Key> = b.iter().map(|&i| pool[i % pool.len()]).collect();
+        check_burst(c, cache, &keys)?;
+    }
+    let (mut found, mut code) = ([None], [0u32]);
+    c.classify_burst_coded(&pool[..1], &mut found, &mut code);
+    // (Not while it stands aside for traffic it kept missing.)
+    let aside = cache.aside > 0;
+    check_burst(c, cache, &pool[..1])?;
+    let hits = cache.hits;
+    check_burst(c, cache, &pool[..1])?;
+    let kept = entries != 0 && code[0] != CODE_OVERLAY && !aside;
+    prop_assert_eq!(cache.hits, hits + u64::from(kept));
+    Ok(())
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// A batch: inserts of these bodies and deletes (by position).
+    Batch(Vec<Body>, Vec<usize>),
+    /// The tree rebuilt (the overlay folded in).
+    Compact,
+    /// A writer made anew with the same rules: its versions count from
+    /// the start again.
+    NewWriter,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => (prop::collection::vec(rule_body(), 0..6), prop::collection::vec(any::<usize>(), 0..4))
+            .prop_map(|(b, d)| Step::Batch(b, d)),
+        1 => Just(Step::Compact),
+        1 => Just(Step::NewWriter),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn answers_as_the_classifier_through_every_change(
+        initial in prop::collection::vec(rule_body(), 0..40),
+        steps in prop::collection::vec(step(), 1..10),
+        pool in prop::collection::vec(key(), 1..24),
+        bursts in prop::collection::vec(prop::collection::vec(any::<usize>(), 1..80), 2..5),
+        entries in prop::sample::select(vec![0usize, 2, 4, 16, 8192]),
+    ) {
+        let mut cache = FlowCache::new(entries);
+        let mut w = ClassifierWriter::new(small_cfg());
+        let mut ids: Vec<RuleId> = Vec::new();
+        let mut next = 0u32;
+        let mut insert = |b: Body, ids: &mut Vec<RuleId>| {
+            let r = mk_rule(next, b);
+            ids.push(next);
+            next += 1;
+            Update::Insert(r)
+        };
+        let batch: Vec<Update> = initial.into_iter().map(|b| insert(b, &mut ids)).collect();
+        let mut c = w.apply(&batch).unwrap().version;
+        check_all(&c, &mut cache, &pool, &bursts, entries)?;
+        for s in steps {
+            match s {
+                Step::Batch(adds, dels) => {
+                    let mut batch: Vec<Update> = Vec::new();
+                    for d in dels {
+                        if !ids.is_empty() {
+                            batch.push(Update::Delete(ids.swap_remove(d % ids.len())));
+                        }
+                    }
+                    batch.extend(adds.into_iter().map(|b| insert(b, &mut ids)));
+                    c = w.apply(&batch).unwrap().version;
+                }
+                Step::Compact => c = w.compact(),
+                Step::NewWriter => {
+                    let rules: Vec<Update> =
+                        w.rules().map(|e| Update::Insert(e.rule().clone())).collect();
+                    w = ClassifierWriter::new(small_cfg());
+                    c = w.apply(&rules).unwrap().version;
+                }
+            }
+            check_all(&c, &mut cache, &pool, &bursts, entries)?;
+        }
+        // Off, nothing is counted.
+        prop_assert_eq!(entries == 0, cache.hits == 0 && cache.misses == 0);
+    }
+}
+
+fn drop_all(id: RuleId, priority: u32, drop: bool) -> Rule {
+    Rule {
+        id,
+        priority,
+        matches: RuleMatch::default(),
+        actions: if drop {
+            vec![crate::acl::Action::Drop]
+        } else {
+            vec![]
+        },
+    }
+}
+
+#[test]
+fn a_new_writer_whose_versions_count_again_is_never_answered_from_the_old_one() {
+    let k = Key::default();
+    let mut cache = FlowCache::new(16);
+    // Every batch rebuilds the tree: base rules, which the cache keeps.
+    let cfg = crate::acl::Config {
+        sync_rebuild_batch: 0,
+        ..small_cfg()
+    };
+    let mut a = ClassifierWriter::new(cfg);
+    let va = a
+        .apply(&[Update::Insert(drop_all(1, 1, true))])
+        .unwrap()
+        .version;
+    let mut out = [None];
+    va.classify_burst_cached(&[k], &mut out, &mut cache);
+    va.classify_burst_cached(&[k], &mut out, &mut cache);
+    assert_eq!((cache.hits, cache.misses), (1, 1));
+    assert!(out[0].is_some_and(|e| !e.only_permits()));
+    // Another writer, the same version number, other rules.
+    let mut b = ClassifierWriter::new(cfg);
+    let vb = b
+        .apply(&[Update::Insert(drop_all(1, 1, false))])
+        .unwrap()
+        .version;
+    assert_eq!(va.version(), vb.version());
+    vb.classify_burst_cached(&[k], &mut out, &mut cache);
+    assert_eq!((cache.hits, cache.misses), (1, 2));
+    assert!(out[0].is_some_and(RuleEntry::only_permits));
+    // The older version, still held, is still answered for itself.
+    va.classify_burst_cached(&[k], &mut out, &mut cache);
+    assert!(out[0].is_some_and(|e| !e.only_permits()));
+}
+
+#[test]
+fn overlay_matches_are_not_kept_and_clones_share_entries() {
+    let k = Key::default();
+    let mut cache = FlowCache::new(16);
+    // Everything in the overlay: never rebuilt.
+    let cfg = crate::acl::Config {
+        overlay_hard_limit: usize::MAX,
+        sync_rebuild_batch: usize::MAX,
+        ..small_cfg()
+    };
+    let mut w = ClassifierWriter::new(cfg);
+    let v = w
+        .apply(&[Update::Insert(drop_all(1, 1, true))])
+        .unwrap()
+        .version;
+    let mut out = [None];
+    for _ in 0..3 {
+        v.classify_burst_cached(&[k], &mut out, &mut cache);
+        assert!(out[0].is_some());
+    }
+    assert_eq!((cache.hits, cache.misses), (0, 3));
+    // Rebuilt: a base rule now, kept; a clone of the version is the same
+    // version for the cache.
+    let v = w.compact();
+    let twin: Arc<Classifier> = Arc::new((*v).clone());
+    v.classify_burst_cached(&[k], &mut out, &mut cache);
+    twin.classify_burst_cached(&[k], &mut out, &mut cache);
+    assert_eq!((cache.hits, cache.misses), (1, 4));
+    assert!(out[0].is_some_and(|e| e.id() == 1));
+}
+
+#[test]
+fn traffic_it_keeps_missing_goes_straight_to_the_classifier_for_a_while() {
+    let mut w = ClassifierWriter::new(crate::acl::Config {
+        sync_rebuild_batch: 0,
+        ..small_cfg()
+    });
+    let c = w
+        .apply(&[Update::Insert(drop_all(1, 1, true))])
+        .unwrap()
+        .version;
+    let mut cache = FlowCache::new(1 << 16);
+    let mut out = [None; GROUP];
+    let new_keys = |n: u32| -> Vec<Key> {
+        (0..GROUP as u32)
+            .map(|i| Key {
+                src: u128::from(n * GROUP as u32 + i),
+                ..Key::default()
+            })
+            .collect()
+    };
+    // A window of keys never seen again: no hit.
+    let calls = WINDOW as usize / GROUP;
+    for n in 0..calls {
+        c.classify_burst_cached(&new_keys(n as u32), &mut out, &mut cache);
+    }
+    assert_eq!(cache.take_counts(), (0, u64::from(WINDOW)));
+    // Now it stands aside: a key asked twice is not found the second time.
+    let again = new_keys(u32::MAX / GROUP as u32 - 1);
+    c.classify_burst_cached(&again, &mut out, &mut cache);
+    c.classify_burst_cached(&again, &mut out, &mut cache);
+    assert_eq!(cache.take_counts(), (0, 2 * GROUP as u64));
+    assert!(out.iter().all(|m| m.is_some_and(|e| e.id() == 1)));
+    // Until its turn is over: then a repeated key is kept and found again.
+    for _ in 2..ASIDE {
+        c.classify_burst_cached(&again, &mut out, &mut cache);
+    }
+    let _ = cache.take_counts();
+    c.classify_burst_cached(&again, &mut out, &mut cache);
+    c.classify_burst_cached(&again, &mut out, &mut cache);
+    assert_eq!(cache.take_counts(), (GROUP as u64, GROUP as u64));
+}
