@@ -141,7 +141,8 @@ impl FlowCache {
 
     /// A cache of `entries` entries (rounded up to a power of two, at most
     /// [`FlowCache::MAX_ENTRIES`]); 0 turns it off (every lookup goes to the
-    /// classifier). The memory is taken at the first lookup.
+    /// classifier). The memory is taken at the first lookup, or by
+    /// [`FlowCache::prepare`].
     pub fn new(entries: usize) -> Self {
         let entries = entries.min(Self::MAX_ENTRIES);
         FlowCache {
@@ -189,6 +190,15 @@ impl FlowCache {
     /// Entries it holds at most (0: off).
     pub fn capacity(&self) -> usize {
         self.sets * 2
+    }
+
+    /// Takes the memory now (a worker, before it polls: filling 2 MiB in
+    /// the middle of forwarding would stall a burst), rather than at the
+    /// first lookup.
+    pub fn prepare(&mut self) {
+        if self.sets > 0 && self.entries.is_empty() {
+            self.allocate();
+        }
     }
 
     #[cold]

@@ -253,3 +253,19 @@ fn traffic_it_keeps_missing_goes_straight_to_the_classifier_for_a_while() {
     c.classify_burst_cached(&again, &mut out, &mut cache);
     assert_eq!(cache.take_counts(), (GROUP as u64, GROUP as u64));
 }
+
+#[test]
+fn sizes_round_up_to_a_power_of_two_and_are_bounded() {
+    for (asked, got) in [
+        (0, 0),
+        (1, 2),
+        (1000, 1024),
+        (32768, 32768),
+        (FlowCache::MAX_ENTRIES * 4, FlowCache::MAX_ENTRIES),
+    ] {
+        let mut c = FlowCache::new(asked);
+        assert_eq!(c.capacity(), got, "{asked}");
+        c.prepare();
+        assert_eq!(c.entries.len(), got, "{asked}");
+    }
+}

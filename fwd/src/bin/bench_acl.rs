@@ -1159,6 +1159,22 @@ fn large_rows(data: &Path) -> String {
     md
 }
 
+/// `n` keys that only acl1_10k's catch-all rules match: the throughput
+/// recipe's UDP from 10.0.0.0/16 to the /24s of 10.1.0.0/16.
+fn late_keys(n: usize, seed: u64) -> Vec<Key> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| Key {
+            src: (0x0a00_0000 | rng.below(1 << 16)) as u128,
+            dst: (0x0a01_0001 | (rng.below(1000) << 8)) as u128,
+            sport: 1024 + rng.below(4096) as u16,
+            dport: 1024 + rng.below(4096) as u16,
+            proto: 17,
+            ..Key::default()
+        })
+        .collect()
+}
+
 /// BENCH_ACL_CACHE=1: acl1_10k looked up straight and through a worker's
 /// flow cache (the default 8,192 entries): the throughput recipe's traffic
 /// (4,096 flows that only the catch-all rules match, over and over), the
@@ -1167,24 +1183,11 @@ fn large_rows(data: &Path) -> String {
 fn cache_rows(data: &Path) -> String {
     let (acl1, _, inside) = lyxocs_10k(data);
     let (_w, c, _) = build(&acl1, Config::default());
-    let late = |n: usize, seed: u64| -> Vec<Key> {
-        let mut rng = Rng(seed);
-        (0..n)
-            .map(|_| Key {
-                src: (0x0a00_0000 | rng.below(1 << 16)) as u128,
-                dst: (0x0a01_0001 | (rng.below(1000) << 8)) as u128,
-                sport: 1024 + rng.below(4096) as u16,
-                dport: 1024 + rng.below(4096) as u16,
-                proto: 17,
-                ..Key::default()
-            })
-            .collect()
-    };
-    let flows = late(4096, 0xF10);
+    let flows = late_keys(4096, 0xF10);
     let recipe: Vec<Key> = (0..100_000)
         .map(|i| flows[(i * 7919) % flows.len()])
         .collect();
-    let fresh = late(100_000, 0x1A7E);
+    let fresh = late_keys(100_000, 0x1A7E);
     let sizes: Vec<usize> = std::env::var("BENCH_ACL_CACHE_SIZES")
         .ok()
         .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
@@ -1224,17 +1227,7 @@ fn cache_rows(data: &Path) -> String {
 fn late_match(data: &Path) -> String {
     let (acl1, _, inside) = lyxocs_10k(data);
     let (_w, c, _) = build(&acl1, Config::default());
-    let mut rng = Rng(0x1A7E);
-    let keys: Vec<Key> = (0..100_000)
-        .map(|_| Key {
-            src: (0x0a00_0000 | rng.below(1 << 16)) as u128,
-            dst: (0x0a01_0001 | (rng.below(1000) << 8)) as u128,
-            sport: 1024 + rng.below(4096) as u16,
-            dport: 1024 + rng.below(4096) as u16,
-            proto: 17,
-            ..Key::default()
-        })
-        .collect();
+    let keys = late_keys(100_000, 0x1A7E);
     let mut out = vec![None; keys.len()];
     c.classify_burst(&keys, &mut out);
     let mut firsts: Vec<u32> = out.iter().map(|m| m.map_or(u32::MAX, |e| e.id())).collect();

@@ -144,6 +144,7 @@ impl Worker {
         let stats = Arc::clone(&self.stats);
         let counters = stats.lcore(self.setup.index);
         let mut scratch = Scratch::with_flow_cache(self.setup.flow_cache);
+        scratch.flows.prepare();
         let mut burst = RxBurst::default();
         let mut last_drain = rdtsc();
         let clock_base = ClockBase::new(tsc_hz());
