@@ -15,7 +15,7 @@
 //!
 //! Two ways a set, the newer first; 64 bytes an entry. The default, 32,768
 //! entries (2 MiB a worker, of which only the entries of live flows are
-//! ever in the CPU's caches), keeps 98% of 4,096 flows that take turns;
+//! ever in the CPU's caches), keeps 97% of 4,096 flows that take turns;
 //! 8,192 kept 75% (`bench-results/acl_flow_cache.md`). Nothing is shared:
 //! each worker owns its cache, and lookups stay free of locks and atomics.
 //!
