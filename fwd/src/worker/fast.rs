@@ -13,10 +13,10 @@
 //!    TCP without options, header checksum good; [`pkt::plain_v6`]:
 //!    untagged IPv6 UDP or TCP without extension headers, not to a
 //!    link-local address), leave multicast, and list the rest by family
-//!    with their destinations. Only while rules are loaded is each parsed
-//!    into a [`pkt::Parsed`] (for its key, and its flow hash): the rest of
-//!    the path reads the frame at its fixed offsets, and without rules an
-//!    ECMP group's flow hash parses it when asked;
+//!    with their destinations; while rules are loaded, the classifier's
+//!    key of each, read from the frame at its fixed offsets. The rest of
+//!    the path reads the frame at its fixed offsets too (no
+//!    [`pkt::Parsed`]), and an ECMP group's flow hash parses it when asked;
 //! 2. while rules are loaded, one
 //!    [`Classifier::classify_burst_cached`](crate::acl::Classifier::classify_burst_cached)
 //!    (through the worker's flow cache, [`crate::acl::FlowCache`]): a
@@ -92,8 +92,8 @@ impl Pipeline<'_> {
     }
 
     /// [`Pipeline::fast`], `RULES` saying whether rules are loaded: only
-    /// then is each candidate parsed whole (for its key and flow hash),
-    /// classified, and its rule hit counted.
+    /// then is each candidate's key read, the candidates classified, and
+    /// their rule hits counted.
     #[inline(always)]
     fn fast_with<P: Packets, const RULES: bool>(
         &self,
@@ -120,8 +120,8 @@ impl Pipeline<'_> {
             return self.cut(s, rest, rest);
         }
         // The candidates by family, in burst order; with rules loaded, the
-        // whole parse of each, for its key.
-        let (mut n4, mut n6) = recognise::<P, RULES>(pkts, s, n);
+        // key of each (the IPv4 ones', then the IPv6 ones').
+        let (mut n4, mut n6) = recognise::<P, RULES>(pkts, s, n, self.in_port as u16);
         if CUTOFF == Cutoff::Parse {
             return self.cut(s, listed(s, n4, n6), rest);
         }
@@ -130,13 +130,6 @@ impl Pipeline<'_> {
         let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
         if RULES && n4 + n6 > 0 {
             let m = n4 + n6;
-            let port = self.in_port as u16;
-            for k in 0..n4 {
-                s.keys[k] = key_of(&s.parsed[usize::from(s.v4_idx[k])], port);
-            }
-            for k in 0..n6 {
-                s.keys[n4 + k] = key_of(&s.parsed[usize::from(s.v6_idx[k])], port);
-            }
             let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
             t.acl
                 .classify_burst_cached(&s.keys[..m], &mut found[..m], &mut s.flows);
@@ -149,14 +142,14 @@ impl Pipeline<'_> {
         }
         let vrf = t.port_vrf(self.in_port);
         if n4 > 0 {
-            let (idx, parsed) = (&s.v4_idx, &s.parsed);
-            let hash = |k: usize| flow_hash_of::<P, false, RULES>(pkts, parsed, idx[k]);
+            let idx = &s.v4_idx;
+            let hash = |k: usize| flow_hash_of::<P, false>(pkts, idx[k]);
             t.routing
                 .lookup4_burst(vrf, &s.v4_dst[..n4], hash, &mut s.v4_out[..n4]);
         }
         if n6 > 0 {
-            let (idx, parsed) = (&s.v6_idx, &s.parsed);
-            let hash = |k: usize| flow_hash_of::<P, true, RULES>(pkts, parsed, idx[k]);
+            let idx = &s.v6_idx;
+            let hash = |k: usize| flow_hash_of::<P, true>(pkts, idx[k]);
             t.routing
                 .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
         }
@@ -418,17 +411,10 @@ fn ready(t: &crate::tables::Tables, nh: u32) -> Option<Hop> {
 }
 
 /// The flow hash of packet `i`, a plain frame of the family `V6` says: an
-/// ECMP group's lanes ask for it. With `RULES` the frame was parsed into
-/// `parsed` when it was recognised; otherwise only these lanes parse it.
+/// ECMP group's lanes ask for it, and only these lanes parse the frame
+/// whole.
 #[inline(always)]
-fn flow_hash_of<P: Packets, const V6: bool, const RULES: bool>(
-    pkts: &mut P,
-    parsed: &[pkt::Parsed; BURST],
-    i: u8,
-) -> u32 {
-    if RULES {
-        return parsed.get(usize::from(i)).map_or(0, pkt::flow_hash);
-    }
+fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
     let Some((f, _)) = pkts.single(usize::from(i)) else {
         return 0;
     };
@@ -442,14 +428,16 @@ fn flow_hash_of<P: Packets, const V6: bool, const RULES: bool>(
 }
 
 /// Step 1: lists the plain unicast frames by family (index and
-/// destination) and, when `RULES` (rules are loaded), parses each into
-/// `s.parsed` for its key. Multicast, broadcast and link-local IPv6
-/// destinations are the general stages'.
+/// destination) and, when `RULES` (rules are loaded), writes the key of
+/// each (received on `port`) to `s.keys`: the IPv4 candidates' first, in
+/// their list's order, then the IPv6 ones'. Multicast, broadcast and
+/// link-local IPv6 destinations are the general stages'.
 #[inline(always)]
 fn recognise<P: Packets, const RULES: bool>(
     pkts: &mut P,
     s: &mut Scratch,
     n: usize,
+    port: u16,
 ) -> (usize, usize) {
     let (mut n4, mut n6) = (0, 0);
     for i in 0..n {
@@ -460,7 +448,8 @@ fn recognise<P: Packets, const RULES: bool>(
             let dst = h.dst();
             if !is_multicast_v4(dst) {
                 if RULES {
-                    s.parsed[i] = h.parsed();
+                    // Only the key's fields of the parse are computed.
+                    s.keys[n4] = key_of(&h.parsed(), port);
                 }
                 s.v4_idx[n4] = i as u8;
                 s.v4_dst[n4] = dst;
@@ -471,13 +460,19 @@ fn recognise<P: Packets, const RULES: bool>(
             // Link-local is ours or never forwarded.
             if !is_multicast_v6(dst) && !is_link_local_v6(dst) {
                 if RULES {
-                    s.parsed[i] = h.parsed();
+                    // From the end, backwards: the IPv4 keys fill the front.
+                    s.keys[BURST - 1 - n6] = key_of(&h.parsed(), port);
                 }
                 s.v6_idx[n6] = i as u8;
                 s.v6_dst[n6] = dst;
                 n6 += 1;
             }
         }
+    }
+    if RULES && n6 > 0 {
+        // The IPv6 keys in list order, after the IPv4 ones.
+        s.keys[BURST - n6..].reverse();
+        s.keys.copy_within(BURST - n6.., n4);
     }
     (n4, n6)
 }
