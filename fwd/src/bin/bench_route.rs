@@ -461,7 +461,7 @@ fn rest(
             .apply(&[
                 RouteChange::GroupAdd {
                     id: 1,
-                    members: vec![(0, 1), (1, 1)],
+                    members: vec![(NH0, 1), (NH0 + 1, 1)],
                 },
                 RouteChange::Upsert {
                     vrf: 0,
