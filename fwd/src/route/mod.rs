@@ -742,7 +742,12 @@ impl Routing {
             return;
         };
         let mut ent = [0u32; BURST];
-        for (c, (d, o)) in dsts.chunks(BURST).zip(out.chunks_mut(BURST)).enumerate() {
+        // By index, not `chunks().zip()`: that zip was not inlined, and
+        // took its lengths with two divisions a call.
+        let mut c = 0;
+        while c < dsts.len() {
+            let end = dsts.len().min(c + BURST);
+            let (d, o) = (&dsts[c..end], &mut out[c..end]);
             let e = &mut ent[..d.len()];
             fib.lookup_burst(d, e);
             // The common burst, every entry a plain next hop, without the
@@ -752,11 +757,12 @@ impl Routing {
                 for (o, &e) in o.iter_mut().zip(e.iter()) {
                     *o = Resolved::Forward(e & ID_MASK);
                 }
-                continue;
+            } else {
+                for (j, (o, &e)) in o.iter_mut().zip(e.iter()).enumerate() {
+                    *o = self.resolve(e, || hash(c + j));
+                }
             }
-            for (j, (o, &e)) in o.iter_mut().zip(e.iter()).enumerate() {
-                *o = self.resolve(e, || hash(c * BURST + j));
-            }
+            c = end;
         }
     }
 
