@@ -492,7 +492,11 @@ impl Fib<32> {
     pub(crate) fn lookup_burst(&self, dsts: &[u32], out: &mut [u32]) {
         let mut at = [&0u32; BURST_MAX];
         let out = &mut out[..dsts.len()];
-        self.first_level(dsts.iter().map(|&d| (d >> 8) as usize), &mut at);
+        // Lane 0's first-level page is every lane's (see `first_level`).
+        let one_page = dsts
+            .first()
+            .is_some_and(|&d0| dsts.iter().fold(0, |a, &d| a | (d ^ d0)) >> 8 < PAGE as u32);
+        self.first_level(dsts.len(), |k| (dsts[k] >> 8) as usize, one_page, &mut at);
         // Each lane's entry loaded, and a group's second level taken, in one
         // pass (`bench-results/fib.md`, 2026-12-04).
         for ((o, &d), a) in out.iter_mut().zip(dsts).zip(at.iter()) {
@@ -532,7 +536,13 @@ impl Fib<128> {
     pub(crate) fn lookup_burst(&self, dsts: &[u128], out: &mut [u32]) {
         let mut at = [&0u32; BURST_MAX];
         let out = &mut out[..dsts.len()];
-        self.first_level(dsts.iter().map(|&d| (d >> 104) as usize), &mut at);
+        // Lane 0's first-level page is every lane's (see `first_level`): the
+        // first level reads the top 24 bits, in the high word.
+        let one_page = dsts.first().is_some_and(|&d0| {
+            let h0 = (d0 >> 64) as u64;
+            dsts.iter().fold(0, |a, &d| a | ((d >> 64) as u64 ^ h0)) >> 40 < PAGE as u64
+        });
+        self.first_level(dsts.len(), |k| (dsts[k] >> 104) as usize, one_page, &mut at);
         let mut any = 0;
         for (o, a) in out.iter_mut().zip(at.iter()) {
             let v = **a;
@@ -654,16 +664,43 @@ impl<const W: u32> Fib<W> {
     /// directory is walked once (walking it again measured 5-10% slower at
     /// bursts of 64 once it had three levels, `bench-results/route.md`). At
     /// most [`BURST_MAX`] lanes.
+    ///
+    /// `idx(k)` is lane `k`'s first-level index, for `k < n`; `one_page`
+    /// says that all of them are in lane 0's page. When every lane of the
+    /// burst falls in one page of the first level (local
+    /// traffic: a site's, a data centre's; the flows to a few thousand
+    /// routes), the directory is walked once for the burst instead of once
+    /// a lane (three dependent loads and their index arithmetic): the
+    /// plain IPv4 recipe x1.044, its IPv6 one x1.017 (`bench-results/
+    /// throughput.md`). Which case holds is one branch a burst, after a
+    /// branch-free pass of the caller's over its addresses (vector XORs and
+    /// ORs); a burst with any lane elsewhere walks as before, so lanes from
+    /// all over the table pay that pass only, and no lane pays a
+    /// mispredicted branch. A wrong `one_page` gives wrong entries (never
+    /// undefined behaviour): the callers' checks are in the tests.
     #[inline(always)]
     fn first_level<'a>(
         &'a self,
-        idx: impl ExactSizeIterator<Item = usize>,
+        n: usize,
+        idx: impl Fn(usize) -> usize,
+        one_page: bool,
         at: &mut [&'a u32; BURST_MAX],
     ) {
-        assert!(idx.len() <= BURST_MAX);
-        for (a, i) in at.iter_mut().zip(idx) {
-            *a = self.tbl24.get(i);
-            arch::prefetch(*a);
+        assert!(n <= BURST_MAX);
+        if n == 0 {
+            return;
+        }
+        if one_page {
+            let page = self.tbl24.page(idx(0) / PAGE);
+            for (k, a) in at.iter_mut().enumerate().take(n) {
+                *a = &page[idx(k) % PAGE];
+                arch::prefetch(*a);
+            }
+        } else {
+            for (k, a) in at.iter_mut().enumerate().take(n) {
+                *a = self.tbl24.get(idx(k));
+                arch::prefetch(*a);
+            }
         }
     }
 }
@@ -746,6 +783,131 @@ mod tests {
         assert_eq!(f.tbl24_pages(), 0);
         assert_eq!(f.groups_capacity(), 0);
         assert_eq!(f.mem(&mut HashSet::new()), base_mem);
+    }
+
+    /// IPv4 burst lookups whose lanes all fall in one page of the first
+    /// level (its directory walked once for the burst), and bursts where
+    /// one lane (first, inside, last) is in the next page or far away:
+    /// every lane gets what the one-address lookup gives, /24s and the
+    /// longer routes below them alike.
+    #[test]
+    fn v4_burst_lookups_in_one_first_level_page_and_across() {
+        let mut f = Fib::<32>::new();
+        // A page of the first level is 1024 /24s, a /14: 10.0.0.0/14 is
+        // one, 10.4.0.0/14 the next.
+        f.apply_prefix(0x0a00_0000, 8, 1, &[]);
+        for k in 0..2048u128 {
+            // Every third /24 of 10.0/13 a route of its own.
+            if k % 3 == 0 {
+                f.apply_prefix(0x0a00_0000 | (k << 8), 24, 100 + k as u32, &[]);
+            }
+        }
+        // Longer routes (a group below their /24) in both pages.
+        for k in [5u128, 700, 1030, 2000] {
+            f.apply_prefix(0x0a00_0000 | (k << 8) | 0x80, 25, 10_000 + k as u32, &[]);
+        }
+        f.trim();
+        let in_page = |k: u32| 0x0a00_0000 + (((k * 37) % 1024) << 8) + (k * 61) % 256;
+        let bursts: Vec<Vec<u32>> = vec![
+            // Every lane in the first page, some below a /25.
+            (0..64).map(in_page).collect(),
+            (0..64).map(|k| 0x0a00_0580 + k).collect(),
+            // One lane in the next page: the first, one inside, the last.
+            (0..64)
+                .map(|k| if k == 0 { 0x0a04_0000 } else { in_page(k) })
+                .collect(),
+            (0..64)
+                .map(|k| if k == 17 { 0x0a04_0681 } else { in_page(k) })
+                .collect(),
+            (0..64)
+                .map(|k| if k == 63 { 0x0a07_d0ff } else { in_page(k) })
+                .collect(),
+            // One lane far away (no route) and one in the lowest page.
+            (0..64)
+                .map(|k| if k == 9 { 0xc000_0201 } else { in_page(k) })
+                .collect(),
+            (0..64)
+                .map(|k| if k == 40 { 7 } else { in_page(k) })
+                .collect(),
+        ];
+        for b in &bursts {
+            for len in [1, 2, 17, 31, 32, 64] {
+                let mut out = [0u32; BURST_MAX];
+                f.lookup_burst(&b[..len], &mut out[..len]);
+                for (k, &a) in b[..len].iter().enumerate() {
+                    assert_eq!(out[k], f.lookup(a), "len {len} lane {k} {a:#x}");
+                }
+            }
+        }
+        // The routes are there (not all lanes 0 or all the /8).
+        assert_eq!(f.lookup(0x0a00_0001), 100);
+        assert_eq!(f.lookup(0x0a00_0581), 10_005);
+        assert_eq!(f.lookup(0x0a04_0681), 10_000 + 1030);
+        assert_eq!(f.lookup(0x0a00_0101), 1);
+        assert_eq!(f.lookup(0xc000_0201), 0);
+    }
+
+    /// [`v4_burst_lookups_in_one_first_level_page_and_across`]'s IPv6
+    /// counterpart: a first-level page is 1024 /24s (a /14).
+    #[test]
+    fn v6_burst_lookups_in_one_first_level_page_and_across() {
+        let mut f = Fib::<128>::new();
+        let p24 = |k: u128| (0x20_0000 + k) << 104;
+        f.apply_prefix(0x2000u128 << 112, 16, 1, &[]);
+        for k in (0..2048u128).step_by(3) {
+            f.apply_prefix(p24(k), 24, 100 + k as u32, &[]);
+        }
+        // /48s (groups below their /24) in both pages.
+        for k in [6u128, 700, 1029, 2001] {
+            f.apply_prefix(p24(k) | (0x42u128 << 80), 48, 10_000 + k as u32, &[]);
+        }
+        f.trim();
+        let in_page = |k: u128| p24((k * 37) % 1024) | (((k % 2) * 0x42u128) << 80) | k;
+        let bursts: Vec<Vec<u128>> = vec![
+            (0..64).map(in_page).collect(),
+            (0..64)
+                .map(|k| if k == 0 { p24(1024) | 1 } else { in_page(k) })
+                .collect(),
+            (0..64)
+                .map(|k| {
+                    if k == 17 {
+                        p24(1029) | (0x42u128 << 80)
+                    } else {
+                        in_page(k)
+                    }
+                })
+                .collect(),
+            (0..64)
+                .map(|k| {
+                    if k == 63 {
+                        p24(2001) | (0x42u128 << 80)
+                    } else {
+                        in_page(k)
+                    }
+                })
+                .collect(),
+            (0..64)
+                .map(|k| {
+                    if k == 9 {
+                        0x2001u128 << 112
+                    } else {
+                        in_page(k)
+                    }
+                })
+                .collect(),
+        ];
+        for b in &bursts {
+            for len in [1, 2, 17, 31, 32, 64] {
+                let mut out = [0u32; BURST_MAX];
+                f.lookup_burst(&b[..len], &mut out[..len]);
+                for (k, &a) in b[..len].iter().enumerate() {
+                    assert_eq!(out[k], f.lookup(a), "len {len} lane {k} {a:#x}");
+                }
+            }
+        }
+        assert_eq!(f.lookup(p24(3)), 103);
+        assert_eq!(f.lookup(p24(1029) | (0x42u128 << 80)), 10_000 + 1029);
+        assert_eq!(f.lookup(p24(1)), 1);
     }
 
     /// IPv6 burst lookups through a pool of more than one dir, with each
