@@ -785,6 +785,31 @@ mod tests {
         assert_eq!(f.mem(&mut HashSet::new()), base_mem);
     }
 
+    /// `base` (64 lanes) with lane `at` replaced by `other`.
+    fn one_lane_elsewhere<A: Copy>(base: &[A], at: usize, other: A) -> Vec<A> {
+        let mut b = base.to_vec();
+        b[at] = other;
+        b
+    }
+
+    /// Every burst, at lengths 1 to 64, gives each lane what the one-address
+    /// lookup gives it.
+    fn assert_bursts_as_single<A: Copy + std::fmt::LowerHex>(
+        bursts: &[Vec<A>],
+        burst: impl Fn(&[A], &mut [u32]),
+        single: impl Fn(A) -> u32,
+    ) {
+        for b in bursts {
+            for len in [1, 2, 17, 31, 32, 64] {
+                let mut out = [0u32; BURST_MAX];
+                burst(&b[..len], &mut out[..len]);
+                for (k, &a) in b[..len].iter().enumerate() {
+                    assert_eq!(out[k], single(a), "len {len} lane {k} {a:#x}");
+                }
+            }
+        }
+    }
+
     /// IPv4 burst lookups whose lanes all fall in one page of the first
     /// level (its directory walked once for the burst), and bursts where
     /// one lane (first, inside, last) is in the next page or far away:
@@ -796,49 +821,31 @@ mod tests {
         // A page of the first level is 1024 /24s, a /14: 10.0.0.0/14 is
         // one, 10.4.0.0/14 the next.
         f.apply_prefix(0x0a00_0000, 8, 1, &[]);
-        for k in 0..2048u128 {
+        for k in (0..2048u128).step_by(3) {
             // Every third /24 of 10.0/13 a route of its own.
-            if k % 3 == 0 {
-                f.apply_prefix(0x0a00_0000 | (k << 8), 24, 100 + k as u32, &[]);
-            }
+            f.apply_prefix(0x0a00_0000 | (k << 8), 24, 100 + k as u32, &[]);
         }
         // Longer routes (a group below their /24) in both pages.
         for k in [5u128, 700, 1030, 2000] {
             f.apply_prefix(0x0a00_0000 | (k << 8) | 0x80, 25, 10_000 + k as u32, &[]);
         }
         f.trim();
-        let in_page = |k: u32| 0x0a00_0000 + (((k * 37) % 1024) << 8) + (k * 61) % 256;
-        let bursts: Vec<Vec<u32>> = vec![
-            // Every lane in the first page, some below a /25.
-            (0..64).map(in_page).collect(),
+        // Every lane in the first page, some below a /25.
+        let page: Vec<u32> = (0..64)
+            .map(|k| 0x0a00_0000 + (((k * 37) % 1024) << 8) + (k * 61) % 256)
+            .collect();
+        let bursts = [
+            page.clone(),
             (0..64).map(|k| 0x0a00_0580 + k).collect(),
             // One lane in the next page: the first, one inside, the last.
-            (0..64)
-                .map(|k| if k == 0 { 0x0a04_0000 } else { in_page(k) })
-                .collect(),
-            (0..64)
-                .map(|k| if k == 17 { 0x0a04_0681 } else { in_page(k) })
-                .collect(),
-            (0..64)
-                .map(|k| if k == 63 { 0x0a07_d0ff } else { in_page(k) })
-                .collect(),
+            one_lane_elsewhere(&page, 0, 0x0a04_0000),
+            one_lane_elsewhere(&page, 17, 0x0a04_0681),
+            one_lane_elsewhere(&page, 63, 0x0a07_d0ff),
             // One lane far away (no route) and one in the lowest page.
-            (0..64)
-                .map(|k| if k == 9 { 0xc000_0201 } else { in_page(k) })
-                .collect(),
-            (0..64)
-                .map(|k| if k == 40 { 7 } else { in_page(k) })
-                .collect(),
+            one_lane_elsewhere(&page, 9, 0xc000_0201),
+            one_lane_elsewhere(&page, 40, 7),
         ];
-        for b in &bursts {
-            for len in [1, 2, 17, 31, 32, 64] {
-                let mut out = [0u32; BURST_MAX];
-                f.lookup_burst(&b[..len], &mut out[..len]);
-                for (k, &a) in b[..len].iter().enumerate() {
-                    assert_eq!(out[k], f.lookup(a), "len {len} lane {k} {a:#x}");
-                }
-            }
-        }
+        assert_bursts_as_single(&bursts, |b, o| f.lookup_burst(b, o), |a| f.lookup(a));
         // The routes are there (not all lanes 0 or all the /8).
         assert_eq!(f.lookup(0x0a00_0001), 100);
         assert_eq!(f.lookup(0x0a00_0581), 10_005);
@@ -853,60 +860,35 @@ mod tests {
     fn v6_burst_lookups_in_one_first_level_page_and_across() {
         let mut f = Fib::<128>::new();
         let p24 = |k: u128| (0x20_0000 + k) << 104;
+        let p48 = |k: u128| p24(k) | (0x42u128 << 80);
         f.apply_prefix(0x2000u128 << 112, 16, 1, &[]);
         for k in (0..2048u128).step_by(3) {
             f.apply_prefix(p24(k), 24, 100 + k as u32, &[]);
         }
         // /48s (groups below their /24) in both pages.
         for k in [6u128, 700, 1029, 2001] {
-            f.apply_prefix(p24(k) | (0x42u128 << 80), 48, 10_000 + k as u32, &[]);
+            f.apply_prefix(p48(k), 48, 10_000 + k as u32, &[]);
         }
         f.trim();
-        let in_page = |k: u128| p24((k * 37) % 1024) | (((k % 2) * 0x42u128) << 80) | k;
-        let bursts: Vec<Vec<u128>> = vec![
-            (0..64).map(in_page).collect(),
-            (0..64)
-                .map(|k| if k == 0 { p24(1024) | 1 } else { in_page(k) })
-                .collect(),
-            (0..64)
-                .map(|k| {
-                    if k == 17 {
-                        p24(1029) | (0x42u128 << 80)
-                    } else {
-                        in_page(k)
-                    }
-                })
-                .collect(),
-            (0..64)
-                .map(|k| {
-                    if k == 63 {
-                        p24(2001) | (0x42u128 << 80)
-                    } else {
-                        in_page(k)
-                    }
-                })
-                .collect(),
-            (0..64)
-                .map(|k| {
-                    if k == 9 {
-                        0x2001u128 << 112
-                    } else {
-                        in_page(k)
-                    }
-                })
-                .collect(),
-        ];
-        for b in &bursts {
-            for len in [1, 2, 17, 31, 32, 64] {
-                let mut out = [0u32; BURST_MAX];
-                f.lookup_burst(&b[..len], &mut out[..len]);
-                for (k, &a) in b[..len].iter().enumerate() {
-                    assert_eq!(out[k], f.lookup(a), "len {len} lane {k} {a:#x}");
+        let page: Vec<u128> = (0..64u128)
+            .map(|k| {
+                if k % 2 == 0 {
+                    p24((k * 37) % 1024) | k
+                } else {
+                    p48((k * 37) % 1024) | k
                 }
-            }
-        }
+            })
+            .collect();
+        let bursts = [
+            page.clone(),
+            one_lane_elsewhere(&page, 0, p24(1024) | 1),
+            one_lane_elsewhere(&page, 17, p48(1029)),
+            one_lane_elsewhere(&page, 63, p48(2001)),
+            one_lane_elsewhere(&page, 9, 0x2001u128 << 112),
+        ];
+        assert_bursts_as_single(&bursts, |b, o| f.lookup_burst(b, o), |a| f.lookup(a));
         assert_eq!(f.lookup(p24(3)), 103);
-        assert_eq!(f.lookup(p24(1029) | (0x42u128 << 80)), 10_000 + 1029);
+        assert_eq!(f.lookup(p48(1029)), 10_000 + 1029);
         assert_eq!(f.lookup(p24(1)), 1);
     }
 
