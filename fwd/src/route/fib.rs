@@ -671,8 +671,9 @@ impl<const W: u32> Fib<W> {
     /// traffic: a site's, a data centre's; the flows to a few thousand
     /// routes), the directory is walked once for the burst instead of once
     /// a lane (three dependent loads and their index arithmetic): the
-    /// plain IPv4 recipe x1.044, its IPv6 one x1.017 (`bench-results/
-    /// throughput.md`). Which case holds is one branch a burst, after a
+    /// plain IPv4 recipe x1.011 and x1.063, its IPv6 one x1.066 and x1.013
+    /// in interleaved A/Bs on a noisy host (`bench-results/throughput.md`,
+    /// 2026-12-05). Which case holds is one branch a burst, after a
     /// branch-free pass of the caller's over its addresses (vector XORs and
     /// ORs); a burst with any lane elsewhere walks as before, so lanes from
     /// all over the table pay that pass only, and no lane pays a
