@@ -666,8 +666,8 @@ impl<const W: u32> Fib<W> {
     /// most [`BURST_MAX`] lanes.
     ///
     /// `idx(k)` is lane `k`'s first-level index, for `k < n`; `one_page`
-    /// says that all of them are in lane 0's page. When every lane of the
-    /// burst falls in one page of the first level (local
+    /// says that there is a lane 0 and every lane is in its page. When
+    /// every lane of the burst falls in one page of the first level (local
     /// traffic: a site's, a data centre's; the flows to a few thousand
     /// routes), the directory is walked once for the burst instead of once
     /// a lane (three dependent loads and their index arithmetic): the
@@ -688,9 +688,6 @@ impl<const W: u32> Fib<W> {
         at: &mut [&'a u32; BURST_MAX],
     ) {
         assert!(n <= BURST_MAX);
-        if n == 0 {
-            return;
-        }
         if one_page {
             let page = self.tbl24.page(idx(0) / PAGE);
             for (k, a) in at.iter_mut().enumerate().take(n) {
