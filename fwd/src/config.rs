@@ -486,8 +486,9 @@ impl Default for ControlConfig {
 pub struct DatapathConfig {
     /// TX buffers are flushed at least this often (microseconds).
     pub drain_us: u64,
-    /// Entries of each worker's flow cache in front of the rule set
-    /// (64 bytes each; rounded up to a power of two; 0 turns it off).
+    /// Entries of each worker's flow cache in front of the rule set, a
+    /// family (an IPv4 entry 32 bytes, an IPv6 one 64; rounded up to a
+    /// power of two; 0 turns it off).
     pub acl_flow_cache: usize,
 }
 

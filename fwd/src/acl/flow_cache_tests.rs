@@ -266,6 +266,179 @@ fn sizes_round_up_to_a_power_of_two_and_are_bounded() {
         let mut c = FlowCache::new(asked);
         assert_eq!(c.capacity(), got, "{asked}");
         c.prepare();
-        assert_eq!(c.entries.len(), got, "{asked}");
+        assert_eq!(c.narrow.entries.len(), got, "{asked}");
+        assert_eq!(c.wide.entries.len(), got, "{asked}");
+    }
+}
+
+/// Two keys that differ in one field only (or in the family alone), and a
+/// rule that tells them apart: through the cache, each keeps its own
+/// answer however they take turns, in both tables (IPv4 keys packed in the
+/// narrow entries, IPv6 ones in the wide). A field an entry dropped or
+/// packed over another would answer one key with the other's rule.
+#[test]
+fn every_field_of_a_key_tells_entries_apart() {
+    use crate::acl::{IpPrefix, Masked16, Masked8, PortRange};
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    let v4 = Key {
+        src: u128::from(u32::from(Ipv4Addr::new(10, 0, 0, 1))),
+        dst: u128::from(u32::from(Ipv4Addr::new(10, 0, 0, 2))),
+        is_v6: false,
+        proto: 6,
+        sport: 1000,
+        dport: 80,
+        in_port: 1,
+        vlan: 5,
+        dscp: 3,
+        tcp_flags: 0x002,
+    };
+    let v6 = Key {
+        src: u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)),
+        dst: u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2)),
+        is_v6: true,
+        ..v4
+    };
+    let prefix = |k: &Key, a: u128| {
+        if k.is_v6 {
+            IpPrefix::V6 {
+                addr: Ipv6Addr::from(a),
+                len: 128,
+            }
+        } else {
+            IpPrefix::V4 {
+                addr: Ipv4Addr::from(a as u32),
+                len: 32,
+            }
+        }
+    };
+    // (what differs, the other key, a match that takes `k` and not it)
+    type Case = (&'static str, Key, RuleMatch);
+    let cases = |k: Key| -> Vec<Case> {
+        let any = RuleMatch::default();
+        vec![
+            (
+                "src",
+                Key {
+                    src: k.src ^ 4,
+                    ..k
+                },
+                RuleMatch {
+                    src: Some(prefix(&k, k.src)),
+                    ..any
+                },
+            ),
+            (
+                "dst",
+                Key {
+                    dst: k.dst ^ 4,
+                    ..k
+                },
+                RuleMatch {
+                    dst: Some(prefix(&k, k.dst)),
+                    ..any
+                },
+            ),
+            (
+                "proto",
+                Key { proto: 17, ..k },
+                RuleMatch {
+                    proto: Masked8::exact(6),
+                    ..any
+                },
+            ),
+            (
+                "sport",
+                Key { sport: 1001, ..k },
+                RuleMatch {
+                    sport: PortRange::exact(1000),
+                    ..any
+                },
+            ),
+            (
+                "dport",
+                Key { dport: 81, ..k },
+                RuleMatch {
+                    dport: PortRange::exact(80),
+                    ..any
+                },
+            ),
+            (
+                "in_port",
+                Key { in_port: 2, ..k },
+                RuleMatch {
+                    in_port: Some(1),
+                    ..any
+                },
+            ),
+            (
+                "vlan",
+                Key { vlan: 6, ..k },
+                RuleMatch {
+                    vlan: Some(5),
+                    ..any
+                },
+            ),
+            (
+                "dscp",
+                Key { dscp: 4, ..k },
+                RuleMatch {
+                    dscp: Some(3),
+                    ..any
+                },
+            ),
+            (
+                "tcp_flags",
+                Key {
+                    tcp_flags: 0x012,
+                    ..k
+                },
+                RuleMatch {
+                    tcp_flags: Masked16 {
+                        value: 0x002,
+                        mask: 0xfff,
+                    },
+                    ..any
+                },
+            ),
+        ]
+    };
+    let mut all: Vec<Case> = cases(v4).into_iter().chain(cases(v6)).collect();
+    // The family alone: the same low address bits, IPv4 and IPv6.
+    let low6 = Key { is_v6: true, ..v4 };
+    all.push((
+        "family",
+        low6,
+        RuleMatch {
+            src: Some(prefix(&v4, v4.src)),
+            ..RuleMatch::default()
+        },
+    ));
+    for (field, other, m) in all {
+        let k = if other.is_v6 && field != "family" {
+            v6
+        } else {
+            v4
+        };
+        let mut w = ClassifierWriter::new(crate::acl::Config {
+            sync_rebuild_batch: 0,
+            ..small_cfg()
+        });
+        let rules = [
+            Update::Insert(Rule {
+                matches: m,
+                ..drop_all(1, 1, true)
+            }),
+            Update::Insert(drop_all(2, 2, false)),
+        ];
+        w.apply(&rules).unwrap();
+        let c = w.compact();
+        let mut cache = FlowCache::new(1 << 10);
+        let mut out = [None];
+        for (key, want) in [(k, 1), (other, 2), (k, 1), (other, 2), (other, 2), (k, 1)] {
+            c.classify_burst_cached(&[key], &mut out, &mut cache);
+            assert_eq!(out[0].map(|e| e.id()), Some(want), "{field}: {key:?}");
+        }
+        // Both found in the cache after their first lookups.
+        assert_eq!(cache.take_counts(), (4, 2), "{field}");
     }
 }
