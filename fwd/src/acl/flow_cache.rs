@@ -13,16 +13,16 @@
 //! Matches of the overlay (rules changed since the last rebuild, folded
 //! into the base by the background rebuild) are not kept.
 //!
-//! Two tables, each of two ways a set, the newer first: IPv4 keys in 32-byte
-//! entries (the 20 bytes of such a key packed, a set of two in one cache
-//! line: one prefetch finds both ways), every other key in 64-byte ones (a
-//! set in two lines). Hits cost 8.1-8.2 ns against 9.0 when every entry
-//! was 64 bytes, and the loaded forwarding recipe ran x1.018
+//! Two tables, each set two cache lines, newest entry first: IPv4 keys in
+//! 32-byte entries (the 20 bytes of such a key packed), four ways a set;
+//! every other key in 64-byte ones, two ways a set. Against 64-byte
+//! entries, two ways, for every key: 4,096 flows that take turns hit 99.2%
+//! of a default cache (97.2%) at 7.2 ns a lookup (8.1-8.2), 16,384 hit
+//! 83.6% (72.5%), and the loaded forwarding recipe ran faster
 //! (`bench-results/acl_flow_cache.md`). The default, 32,768 entries a
-//! family (1 MiB + 2 MiB a worker, of which only the entries of live flows
-//! are ever in the CPU's caches), keeps 97% of 4,096 flows that take
-//! turns; 8,192 kept 74-75%. Nothing is shared: each worker owns its
-//! cache, and lookups stay free of locks and atomics.
+//! family, takes 1 MiB + 2 MiB a worker, of which only the entries of live
+//! flows are ever in the CPU's caches. Nothing is shared: each worker owns
+//! its cache, and lookups stay free of locks and atomics.
 //!
 //! A miss costs the classifier's lookup plus the hash, the probe and the
 //! insert (+11 ns a lookup in the benchmark). When fewer than one lookup in
@@ -56,6 +56,8 @@ const ASIDE: u32 = 2048;
 /// them.
 trait Slot: Copy {
     type Words: Copy + Eq;
+    /// Entries a set: as many as two cache lines hold.
+    const WAYS: usize;
     const EMPTY: Self;
     fn words(k: &Key) -> Self::Words;
     fn hash(w: &Self::Words) -> u64;
@@ -91,6 +93,7 @@ struct Wide {
 
 impl Slot for Wide {
     type Words = Words;
+    const WAYS: usize = 2;
     const EMPTY: Self = Wide {
         key: Words {
             src: 0,
@@ -156,8 +159,8 @@ struct Words4 {
     rest: u32,
 }
 
-/// An IPv4 entry: 32 bytes, a set of two in one line (one prefetch finds
-/// both ways, and a flow takes half the cache a wide entry takes).
+/// An IPv4 entry: 32 bytes, a set of four in two lines (a flow takes half
+/// the cache a wide entry takes, and its set has twice the ways).
 #[derive(Clone, Copy)]
 #[repr(C, align(32))]
 struct Narrow {
@@ -181,6 +184,7 @@ impl Narrow {
 
 impl Slot for Narrow {
     type Words = Words4;
+    const WAYS: usize = 4;
     const EMPTY: Self = Narrow {
         addrs: 0,
         ports: 0,
@@ -237,7 +241,8 @@ impl Slot for Narrow {
     }
 }
 
-/// One family's entries: set `s` is entries `2s` (the newer) and `2s + 1`.
+/// One family's entries: set `s` is entries `s * WAYS ..` (two cache
+/// lines), newest first.
 struct Table<S> {
     entries: Vec<S>,
     /// Sets - 1; unused while `entries` is empty.
@@ -252,37 +257,52 @@ impl<S: Slot> Table<S> {
         }
     }
 
-    fn allocate(&mut self, sets: usize) {
-        self.entries = vec![S::EMPTY; sets * 2];
-        self.set_mask = sets - 1;
+    /// `entries`: a power of two, at least [`Slot::WAYS`].
+    fn allocate(&mut self, entries: usize) {
+        self.entries = vec![S::EMPTY; entries];
+        self.set_mask = entries / S::WAYS - 1;
     }
 
-    /// The set of `w`, asked for.
+    #[inline(always)]
+    fn ways(&self, set: usize) -> &[S] {
+        &self.entries[set * S::WAYS..(set + 1) * S::WAYS]
+    }
+
+    /// The set of `w`, both its lines asked for.
     #[inline(always)]
     fn find_set(&self, w: &S::Words) -> usize {
         let set = (S::hash(w) as usize) & self.set_mask;
-        arch::prefetch(&self.entries[2 * set]);
+        let ways = self.ways(set);
+        arch::prefetch(&ways[0]);
+        arch::prefetch(&ways[S::WAYS / 2]);
         set
     }
 
     /// The code of `w` if version `uid` classified it here.
     #[inline(always)]
     fn probe(&self, set: usize, w: &S::Words, uid: u64) -> Option<u32> {
-        let ways = &self.entries[2 * set..2 * set + 2];
-        ways.iter().find(|e| e.holds(w, uid)).map(|e| e.code())
+        self.ways(set)
+            .iter()
+            .find(|e| e.holds(w, uid))
+            .map(|e| e.code())
     }
 
-    /// Keeps `code` for `w` under version `uid`, the newer of its set.
+    /// Keeps `code` for `w` under version `uid`, the newest of its set:
+    /// the entries before the first that another version filled (or none
+    /// did) move one way on over it; in a set this version filled whole,
+    /// the oldest goes.
     #[inline(always)]
     fn insert(&mut self, set: usize, w: S::Words, uid: u64, code: u32) {
-        let ways = &mut self.entries[2 * set..2 * set + 2];
-        if ways[0].owner() == uid {
-            // The same key twice in one group: kept once.
-            if ways[0].holds(&w, uid) {
-                return;
-            }
-            ways[1] = ways[0];
+        let ways = &mut self.entries[set * S::WAYS..(set + 1) * S::WAYS];
+        // The same key twice in one group: kept once.
+        if ways.iter().any(|e| e.holds(&w, uid)) {
+            return;
         }
+        let last = ways
+            .iter()
+            .position(|e| e.owner() != uid)
+            .unwrap_or(S::WAYS - 1);
+        ways.copy_within(..last, 1);
         ways[0] = S::make(w, uid, code);
     }
 }
@@ -293,9 +313,9 @@ pub struct FlowCache {
     narrow: Table<Narrow>,
     /// Every other key.
     wide: Table<Wide>,
-    /// Sets of each table asked for until the first lookup (the memory is
-    /// taken then).
-    sets: usize,
+    /// Entries of each table, asked for until the first lookup (the
+    /// memory is taken then); 0: off.
+    size: usize,
     /// The keys of a group that missed, for the classifier (kept to spare
     /// a fresh array a call).
     missed: Vec<Key>,
@@ -333,10 +353,12 @@ impl FlowCache {
         FlowCache {
             narrow: Table::new(),
             wide: Table::new(),
-            sets: if entries == 0 {
+            size: if entries == 0 {
                 0
             } else {
-                entries.next_power_of_two().max(2) / 2
+                entries
+                    .next_power_of_two()
+                    .max(Narrow::WAYS.max(Wide::WAYS))
             },
             missed: Vec::new(),
             window: 0,
@@ -374,22 +396,22 @@ impl FlowCache {
 
     /// Entries it holds at most a family (0: off).
     pub fn capacity(&self) -> usize {
-        self.sets * 2
+        self.size
     }
 
     /// Takes the memory now (a worker, before it polls: filling 3 MiB in
     /// the middle of forwarding would stall a burst), rather than at the
     /// first lookup.
     pub fn prepare(&mut self) {
-        if self.sets > 0 && self.narrow.entries.is_empty() {
+        if self.size > 0 && self.narrow.entries.is_empty() {
             self.allocate();
         }
     }
 
     #[cold]
     fn allocate(&mut self) {
-        self.narrow.allocate(self.sets);
-        self.wide.allocate(self.sets);
+        self.narrow.allocate(self.size);
+        self.wide.allocate(self.size);
         self.missed = Vec::with_capacity(GROUP);
     }
 }
@@ -406,7 +428,7 @@ impl Classifier {
         out: &mut [Option<&'a RuleEntry>],
         cache: &mut FlowCache,
     ) {
-        if cache.sets == 0 {
+        if cache.size == 0 {
             return self.classify_burst(keys, out);
         }
         if cache.aside > 0 {

@@ -258,7 +258,7 @@ fn traffic_it_keeps_missing_goes_straight_to_the_classifier_for_a_while() {
 fn sizes_round_up_to_a_power_of_two_and_are_bounded() {
     for (asked, got) in [
         (0, 0),
-        (1, 2),
+        (1, 4),
         (1000, 1024),
         (32768, 32768),
         (FlowCache::MAX_ENTRIES * 4, FlowCache::MAX_ENTRIES),
@@ -441,4 +441,36 @@ fn every_field_of_a_key_tells_entries_apart() {
         // Both found in the cache after their first lookups.
         assert_eq!(cache.take_counts(), (4, 2), "{field}");
     }
+}
+
+/// A cache of four entries a family is one IPv4 set of four ways: four
+/// flows that take turns all stay; a fifth pushes out the oldest, and the
+/// other four are still found.
+#[test]
+fn an_ipv4_set_keeps_four_flows_and_drops_the_oldest() {
+    let mut w = ClassifierWriter::new(crate::acl::Config {
+        sync_rebuild_batch: 0,
+        ..small_cfg()
+    });
+    w.apply(&[Update::Insert(drop_all(1, 1, false))]).unwrap();
+    let c = w.compact();
+    let mut cache = FlowCache::new(4);
+    let k = |i: u32| Key {
+        src: u128::from(0x0a00_0000 + i),
+        ..Key::default()
+    };
+    let mut out = [None; 4];
+    let mut ask = |keys: &[Key], cache: &mut FlowCache| {
+        c.classify_burst_cached(keys, &mut out[..keys.len()], cache);
+        assert!(out[..keys.len()]
+            .iter()
+            .all(|m| m.is_some_and(|e| e.id() == 1)));
+        cache.take_counts()
+    };
+    let four = [k(0), k(1), k(2), k(3)];
+    assert_eq!(ask(&four, &mut cache), (0, 4));
+    assert_eq!(ask(&four, &mut cache), (4, 0));
+    assert_eq!(ask(&[k(4)], &mut cache), (0, 1));
+    assert_eq!(ask(&[k(1), k(2), k(3), k(4)], &mut cache), (4, 0));
+    assert_eq!(ask(&[k(0)], &mut cache), (0, 1));
 }

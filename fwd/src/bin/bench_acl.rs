@@ -1176,16 +1176,22 @@ fn late_keys(n: usize, seed: u64) -> Vec<Key> {
 }
 
 /// BENCH_ACL_CACHE=1: acl1_10k looked up straight and through a worker's
-/// flow cache (the default 8,192 entries): the throughput recipe's traffic
-/// (4,096 flows that only the catch-all rules match, over and over), the
-/// same with every key new (all misses: what the cache adds), and keys
-/// inside random rules (100,000 keys, few of them repeated).
+/// flow cache (the default entries, or those of BENCH_ACL_CACHE_SIZES):
+/// the throughput recipe's traffic (4,096 flows that only the catch-all
+/// rules match, over and over), four times as many flows (a fuller cache:
+/// what its ways are for), the same keys with every one new (all misses:
+/// what the cache adds), and keys inside random rules (100,000 keys, few
+/// of them repeated).
 fn cache_rows(data: &Path) -> String {
     let (acl1, _, inside) = lyxocs_10k(data);
     let (_w, c, _) = build(&acl1, Config::default());
     let flows = late_keys(4096, 0xF10);
     let recipe: Vec<Key> = (0..100_000)
         .map(|i| flows[(i * 7919) % flows.len()])
+        .collect();
+    let many = late_keys(16384, 0xF11);
+    let fuller: Vec<Key> = (0..100_000)
+        .map(|i| many[(i * 7919) % many.len()])
         .collect();
     let fresh = late_keys(100_000, 0x1A7E);
     let sizes: Vec<usize> = std::env::var("BENCH_ACL_CACHE_SIZES")
@@ -1204,6 +1210,7 @@ fn cache_rows(data: &Path) -> String {
             "4,096 late-match flows, repeated (the throughput recipe's)",
             &recipe,
         ),
+        ("16,384 late-match flows, repeated", &fuller),
         ("100,000 late-match keys, each new", &fresh),
         ("100,000 keys inside random rules", &inside),
     ] {
