@@ -51,21 +51,12 @@ const POOR: u32 = 8;
 /// ... for this many calls (bursts), then tries again for a window.
 const ASIDE: u32 = 2048;
 
-/// How a family's table holds its entries: a key's words (every field of
-/// it, exactly: equal words, equal keys), their hash, and an entry made of
-/// them.
-trait Slot: Copy {
-    type Words: Copy + Eq;
-    /// Entries a set: as many as two cache lines hold.
-    const WAYS: usize;
-    const EMPTY: Self;
-    fn words(k: &Key) -> Self::Words;
-    fn hash(w: &Self::Words) -> u64;
-    /// Whether the entry holds `w` for version `uid`.
-    fn holds(&self, w: &Self::Words, uid: u64) -> bool;
-    fn owner(&self) -> u64;
-    fn code(&self) -> u32;
-    fn make(w: Self::Words, uid: u64, code: u32) -> Self;
+/// A key in the form a family's table keeps it: every field of it,
+/// exactly (equal words, equal keys), and their hash.
+trait Words: Copy + Eq {
+    const ZERO: Self;
+    fn of(k: &Key) -> Self;
+    fn hash(&self) -> u64;
 }
 
 /// The hashes' multiplier (2^64 over the golden ratio, odd).
@@ -73,46 +64,29 @@ const M: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// A wide key (IPv6, or IPv4 with bits above the address) as three words.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Words {
+struct Wide {
     src: u128,
     dst: u128,
     /// Ports, protocol, DSCP and family; ingress port, VLAN and TCP flags.
     rest: u128,
 }
 
-/// A wide entry: 64 bytes, a set of two in two lines.
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct Wide {
-    key: Words,
-    /// The [`Classifier::uid`] that classified `key`; 0: empty.
-    owner: u64,
-    /// Its code (see the module doc).
-    code: u32,
-}
-
-impl Slot for Wide {
-    type Words = Words;
-    const WAYS: usize = 2;
-    const EMPTY: Self = Wide {
-        key: Words {
-            src: 0,
-            dst: 0,
-            rest: 0,
-        },
-        owner: 0,
-        code: CODE_NONE,
+impl Words for Wide {
+    const ZERO: Self = Wide {
+        src: 0,
+        dst: 0,
+        rest: 0,
     };
 
     #[inline(always)]
-    fn words(k: &Key) -> Words {
+    fn of(k: &Key) -> Wide {
         let lo = u64::from(k.sport)
             | u64::from(k.dport) << 16
             | u64::from(k.proto) << 32
             | u64::from(k.dscp) << 40
             | u64::from(k.is_v6) << 48;
         let hi = u64::from(k.in_port) | u64::from(k.vlan) << 16 | u64::from(k.tcp_flags) << 32;
-        Words {
+        Wide {
             src: k.src,
             dst: k.dst,
             rest: u128::from(lo) | u128::from(hi) << 64,
@@ -121,82 +95,45 @@ impl Slot for Wide {
 
     /// Multiply-xorshift rounds over the words' halves.
     #[inline(always)]
-    fn hash(w: &Words) -> u64 {
+    fn hash(&self) -> u64 {
         let fold = |x: u128, r: u32| (x as u64) ^ ((x >> 64) as u64).rotate_left(r);
-        let mut h = (fold(w.src, 23) ^ fold(w.rest, 7)).wrapping_mul(M);
-        h = (h ^ (h >> 31) ^ fold(w.dst, 41)).wrapping_mul(M);
+        let mut h = (fold(self.src, 23) ^ fold(self.rest, 7)).wrapping_mul(M);
+        h = (h ^ (h >> 31) ^ fold(self.dst, 41)).wrapping_mul(M);
         h ^ (h >> 32)
     }
-
-    #[inline(always)]
-    fn holds(&self, w: &Words, uid: u64) -> bool {
-        self.owner == uid && self.key == *w
-    }
-
-    #[inline(always)]
-    fn owner(&self) -> u64 {
-        self.owner
-    }
-
-    #[inline(always)]
-    fn code(&self) -> u32 {
-        self.code
-    }
-
-    #[inline(always)]
-    fn make(key: Words, owner: u64, code: u32) -> Self {
-        Wide { key, owner, code }
-    }
 }
 
-/// An IPv4 key whose addresses fit their 32 bits, packed in 20 bytes:
-/// both addresses; ports, protocol, DSCP and ingress port; VLAN and TCP
-/// flags.
+/// An IPv4 key whose addresses fit their 32 bits ([`Narrow::fits`]),
+/// packed in 20 bytes: both addresses; ports, protocol, DSCP and ingress
+/// port; VLAN and TCP flags. (Packed to 4 bytes so that an entry's code
+/// takes the last 4 of its 24.)
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Words4 {
-    addrs: u64,
-    ports: u64,
-    rest: u32,
-}
-
-/// An IPv4 entry: 32 bytes, a set of four in two lines (a flow takes half
-/// the cache a wide entry takes, and its set has twice the ways).
-#[derive(Clone, Copy)]
-#[repr(C, align(32))]
+#[repr(C, packed(4))]
 struct Narrow {
     addrs: u64,
     ports: u64,
     rest: u32,
-    code: u32,
-    owner: u64,
 }
 
-static_assertions::const_assert_eq!(std::mem::size_of::<Narrow>(), 32);
-static_assertions::const_assert_eq!(std::mem::size_of::<Wide>(), 64);
-
 impl Narrow {
-    /// Whether `k` fits a narrow entry: IPv4, nothing above its addresses.
+    /// Whether `k` fits: IPv4, nothing above its addresses.
     #[inline(always)]
     fn fits(k: &Key) -> bool {
         !k.is_v6 && (k.src | k.dst) >> 32 == 0
     }
 }
 
-impl Slot for Narrow {
-    type Words = Words4;
-    const WAYS: usize = 4;
-    const EMPTY: Self = Narrow {
+impl Words for Narrow {
+    const ZERO: Self = Narrow {
         addrs: 0,
         ports: 0,
         rest: 0,
-        code: CODE_NONE,
-        owner: 0,
     };
 
     /// Only for a key that [`Narrow::fits`].
     #[inline(always)]
-    fn words(k: &Key) -> Words4 {
-        Words4 {
+    fn of(k: &Key) -> Narrow {
+        Narrow {
             addrs: k.src as u64 | (k.dst as u64) << 32,
             ports: u64::from(k.sport)
                 | u64::from(k.dport) << 16
@@ -208,83 +145,95 @@ impl Slot for Narrow {
     }
 
     #[inline(always)]
-    fn hash(w: &Words4) -> u64 {
-        let mut h = (w.addrs ^ w.ports.rotate_left(23)).wrapping_mul(M);
-        h = (h ^ (h >> 31) ^ u64::from(w.rest)).wrapping_mul(M);
+    fn hash(&self) -> u64 {
+        let (addrs, ports, rest) = (self.addrs, self.ports, self.rest);
+        let mut h = (addrs ^ ports.rotate_left(23)).wrapping_mul(M);
+        h = (h ^ (h >> 31) ^ u64::from(rest)).wrapping_mul(M);
         h ^ (h >> 32)
-    }
-
-    #[inline(always)]
-    fn holds(&self, w: &Words4, uid: u64) -> bool {
-        self.owner == uid && self.addrs == w.addrs && self.ports == w.ports && self.rest == w.rest
-    }
-
-    #[inline(always)]
-    fn owner(&self) -> u64 {
-        self.owner
-    }
-
-    #[inline(always)]
-    fn code(&self) -> u32 {
-        self.code
-    }
-
-    #[inline(always)]
-    fn make(w: Words4, owner: u64, code: u32) -> Self {
-        Narrow {
-            addrs: w.addrs,
-            ports: w.ports,
-            rest: w.rest,
-            code,
-            owner,
-        }
     }
 }
 
-/// One family's entries: set `s` is entries `s * WAYS ..` (two cache
-/// lines), newest first.
-struct Table<S> {
-    entries: Vec<S>,
-    /// Sets - 1; unused while `entries` is empty.
+/// An entry: a key, the [`Classifier::uid`] of the version that classified
+/// it (0: empty), and that version's code for its match (see the module
+/// doc). 32 bytes with a narrow key, 64 with a wide one.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Entry<W> {
+    key: W,
+    code: u32,
+    owner: u64,
+}
+
+static_assertions::const_assert_eq!(std::mem::size_of::<Entry<Narrow>>(), 32);
+static_assertions::const_assert_eq!(std::mem::size_of::<Entry<Wide>>(), 64);
+
+impl<W: Words> Entry<W> {
+    const EMPTY: Self = Entry {
+        key: W::ZERO,
+        code: CODE_NONE,
+        owner: 0,
+    };
+
+    /// Whether it holds `w` for version `uid`.
+    #[inline(always)]
+    fn holds(&self, w: &W, uid: u64) -> bool {
+        self.owner == uid && self.key == *w
+    }
+}
+
+/// Ways of a set of IPv4 entries (32 bytes each) ...
+const NARROW_WAYS: usize = 4;
+/// ... and of the others (64 bytes each).
+const WIDE_WAYS: usize = 2;
+
+/// A set of `N` ways, newest first: two cache lines, aligned so that it
+/// never spans a third (4 narrow or 2 wide entries).
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+struct Set<W, const N: usize>([Entry<W>; N]);
+
+static_assertions::const_assert_eq!(std::mem::size_of::<Set<Narrow, NARROW_WAYS>>(), 128);
+static_assertions::const_assert_eq!(std::mem::size_of::<Set<Wide, WIDE_WAYS>>(), 128);
+
+/// One family's sets.
+struct Table<W, const N: usize> {
+    sets: Vec<Set<W, N>>,
+    /// Sets - 1; unused while `sets` is empty.
     set_mask: usize,
 }
 
-impl<S: Slot> Table<S> {
+impl<W: Words, const N: usize> Table<W, N> {
     const fn new() -> Self {
         Table {
-            entries: Vec::new(),
+            sets: Vec::new(),
             set_mask: 0,
         }
     }
 
-    /// `entries`: a power of two, at least [`Slot::WAYS`].
+    /// `entries`: a power of two, at least `N`.
     fn allocate(&mut self, entries: usize) {
-        self.entries = vec![S::EMPTY; entries];
-        self.set_mask = entries / S::WAYS - 1;
-    }
-
-    #[inline(always)]
-    fn ways(&self, set: usize) -> &[S] {
-        &self.entries[set * S::WAYS..(set + 1) * S::WAYS]
+        self.sets = vec![Set([Entry::EMPTY; N]); entries / N];
+        self.set_mask = entries / N - 1;
     }
 
     /// The set of `w`, both its lines asked for.
     #[inline(always)]
-    fn find_set(&self, w: &S::Words) -> usize {
-        let set = (S::hash(w) as usize) & self.set_mask;
-        let ways = self.ways(set);
+    fn find_set(&self, w: &W) -> usize {
+        let set = (w.hash() as usize) & self.set_mask;
+        let ways = &self.sets[set].0;
         arch::prefetch(&ways[0]);
-        arch::prefetch(&ways[S::WAYS / 2]);
+        arch::prefetch(&ways[N / 2]);
         set
     }
 
     /// The code of `w` if version `uid` classified it here.
     #[inline(always)]
-    fn probe(&self, set: usize, w: &S::Words, uid: u64) -> Option<u32> {
-        self.ways(set)
+    fn probe(&self, set: usize, w: &W, uid: u64) -> Option<u32> {
+        self.sets[set]
+            .0
             .iter()
             .find(|e| e.holds(w, uid))
-            .map(|e| e.code())
+            .map(|e| e.code)
     }
 
     /// Keeps `code` for `w` under version `uid`, the newest of its set:
@@ -292,27 +241,34 @@ impl<S: Slot> Table<S> {
     /// did) move one way on over it; in a set this version filled whole,
     /// the oldest goes.
     #[inline(always)]
-    fn insert(&mut self, set: usize, w: S::Words, uid: u64, code: u32) {
-        let ways = &mut self.entries[set * S::WAYS..(set + 1) * S::WAYS];
+    fn insert(&mut self, set: usize, w: W, uid: u64, code: u32) {
+        let ways = &mut self.sets[set].0;
         // The same key twice in one group: kept once.
         if ways.iter().any(|e| e.holds(&w, uid)) {
             return;
         }
-        let last = ways
-            .iter()
-            .position(|e| e.owner() != uid)
-            .unwrap_or(S::WAYS - 1);
+        let last = ways.iter().position(|e| e.owner != uid).unwrap_or(N - 1);
         ways.copy_within(..last, 1);
-        ways[0] = S::make(w, uid, code);
+        ways[0] = Entry {
+            key: w,
+            code,
+            owner: uid,
+        };
+    }
+
+    /// Entries it holds.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.sets.len() * N
     }
 }
 
 /// See the module doc.
 pub struct FlowCache {
     /// IPv4 keys (those that [`Narrow::fits`]).
-    narrow: Table<Narrow>,
+    narrow: Table<Narrow, NARROW_WAYS>,
     /// Every other key.
-    wide: Table<Wide>,
+    wide: Table<Wide, WIDE_WAYS>,
     /// Entries of each table, asked for until the first lookup (the
     /// memory is taken then); 0: off.
     size: usize,
@@ -356,9 +312,7 @@ impl FlowCache {
             size: if entries == 0 {
                 0
             } else {
-                entries
-                    .next_power_of_two()
-                    .max(Narrow::WAYS.max(Wide::WAYS))
+                entries.next_power_of_two().max(NARROW_WAYS.max(WIDE_WAYS))
             },
             missed: Vec::new(),
             window: 0,
@@ -403,7 +357,7 @@ impl FlowCache {
     /// the middle of forwarding would stall a burst), rather than at the
     /// first lookup.
     pub fn prepare(&mut self) {
-        if self.size > 0 && self.narrow.entries.is_empty() {
+        if self.size > 0 && self.narrow.sets.is_empty() {
             self.allocate();
         }
     }
@@ -439,7 +393,7 @@ impl Classifier {
             return self.classify_burst(keys, out);
         }
         assert!(out.len() >= keys.len(), "out shorter than keys");
-        if cache.narrow.entries.is_empty() {
+        if cache.narrow.sets.is_empty() {
             cache.allocate();
         }
         let uid = self.uid();
@@ -449,18 +403,18 @@ impl Classifier {
             let mut set = [0usize; GROUP];
             for (s, k) in set.iter_mut().zip(kc) {
                 *s = if Narrow::fits(k) {
-                    cache.narrow.find_set(&Narrow::words(k))
+                    cache.narrow.find_set(&Narrow::of(k))
                 } else {
-                    cache.wide.find_set(&Wide::words(k))
+                    cache.wide.find_set(&Wide::of(k))
                 };
             }
             let mut at = [0u8; GROUP];
             cache.missed.clear();
             for (i, k) in kc.iter().enumerate() {
                 let code = if Narrow::fits(k) {
-                    cache.narrow.probe(set[i], &Narrow::words(k), uid)
+                    cache.narrow.probe(set[i], &Narrow::of(k), uid)
                 } else {
-                    cache.wide.probe(set[i], &Wide::words(k), uid)
+                    cache.wide.probe(set[i], &Wide::of(k), uid)
                 };
                 match code {
                     Some(code) => oc[i] = self.coded_entry(code),
@@ -485,9 +439,9 @@ impl Classifier {
                     continue;
                 }
                 if Narrow::fits(k) {
-                    cache.narrow.insert(set[i], Narrow::words(k), uid, codes[j]);
+                    cache.narrow.insert(set[i], Narrow::of(k), uid, codes[j]);
                 } else {
-                    cache.wide.insert(set[i], Wide::words(k), uid, codes[j]);
+                    cache.wide.insert(set[i], Wide::of(k), uid, codes[j]);
                 }
             }
         }

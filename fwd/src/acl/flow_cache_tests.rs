@@ -266,8 +266,8 @@ fn sizes_round_up_to_a_power_of_two_and_are_bounded() {
         let mut c = FlowCache::new(asked);
         assert_eq!(c.capacity(), got, "{asked}");
         c.prepare();
-        assert_eq!(c.narrow.entries.len(), got, "{asked}");
-        assert_eq!(c.wide.entries.len(), got, "{asked}");
+        assert_eq!(c.narrow.len(), got, "{asked}");
+        assert_eq!(c.wide.len(), got, "{asked}");
     }
 }
 
