@@ -398,8 +398,10 @@ impl Classifier {
         }
         let uid = self.uid();
         for (kc, oc) in keys.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
-            // Each key's set in its family's table, asked for; its words are
-            // made again where they are needed (cheaper than keeping them).
+            // Each key's set in its family's table, asked for. Its words are
+            // made again where they are needed: keeping them in scratch
+            // arrays was faster in-process but not in the forwarding loop
+            // (x0.979, `bench-results/acl_flow_cache.md`).
             let mut set = [0usize; GROUP];
             for (s, k) in set.iter_mut().zip(kc) {
                 *s = if Narrow::fits(k) {
