@@ -279,6 +279,17 @@ replay_prefix6() {
     printf 'fd01:0:%x:%x::/64\n' $((d >> 16)) $((d & 0xffff))
 }
 
+# write_replay_recipe DIR ROUTES: the benches' plain recipe in DIR:
+# flows.pcap, 4096 64-byte UDP flows to ROUTES destinations from 10.1.0.1
+# on (IPv6 with FAMILY=6: $flows_opt, see replay_family), and fwd.yaml
+# replaying it into one worker with ROUTES routes, out of net_null.
+write_replay_recipe() {
+    local dir="$1" routes="$2"
+    # shellcheck disable=SC2086 # flows_opt is empty or one option
+    "$REL/fwd-flows" "$dir/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$routes" $flows_opt
+    write_replay_config "$dir/flows.pcap" "$dir/fwd.yaml" "$routes" "net_null0,no-rx=1" "$BENCH_HUGEPAGES" "$FAMILY"
+}
+
 # write_replay_config PCAP CFG ROUTES OUTDEV [HUGEPAGES] [FAMILY] [WORKERS]:
 # the replay recipe's daemon config. WORKERS (default 1) worker lcores,
 # each with an input port of its own replaying PCAP (`in`, then `in1`,

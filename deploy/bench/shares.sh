@@ -28,8 +28,7 @@ setup_host --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-shares.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-"$REL/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$ROUTES" $flows_opt
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-rx=1" "$BENCH_HUGEPAGES" "$FAMILY"
+write_replay_recipe "$WORK" "$ROUTES"
 
 # Samples CPU 1 for 10 s after 12 s, into $1, while the caller's program
 # runs in the background.

@@ -50,8 +50,7 @@ for c in $cuts; do
 done
 cp "$REL/fwd" "$WORK/fwd-fwd"
 
-"$REL/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count 1000 $flows_opt
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" 1000 "net_null0,no-rx=1" "$BENCH_HUGEPAGES" "$FAMILY"
+write_replay_recipe "$WORK" 1000
 batch=""
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"

@@ -42,8 +42,7 @@ setup_host --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-"$REL/fwd-flows" "$WORK/flows.pcap" --flows 4096 --size 64 --dst 10.1.0.1 --dst-count "$ROUTES" $flows_opt
-write_replay_config "$WORK/flows.pcap" "$WORK/fwd.yaml" "$ROUTES" "net_null0,no-rx=1" "$BENCH_HUGEPAGES" "$FAMILY"
+write_replay_recipe "$WORK" "$ROUTES"
 load_note=""
 if [ "$LOADED" = 1 ]; then
     echo "control: {socket: $WORK/fwd.sock, cpu: 0}" >> "$WORK/fwd.yaml"
