@@ -110,6 +110,22 @@ median() {
         | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
+# mean: the mean of the numbers on stdin, one a line, to 2 decimals ("n/a"
+# for none).
+mean() {
+    awk '{s += $1; n++} END {if (n) printf "%.2f", s / n; else print "n/a"}'
+}
+
+# apt_install PKG...: installs Debian packages a bench needs beyond
+# setup.sh's, refreshing the package lists only when a first try fails;
+# exits with a message when it cannot.
+apt_install() {
+    local inst=(apt-get install -y -qq --no-install-recommends "$@")
+    DEBIAN_FRONTEND=noninteractive "${inst[@]}" > /dev/null \
+        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${inst[@]}" > /dev/null; } \
+        || { echo "$0: apt-get install $* failed" >&2; exit 1; }
+}
+
 need_root() {
     [ "$(id -u)" = 0 ] || { echo "$0: run as root (DPDK, apt-get and network namespaces need it)" >&2; exit 1; }
 }

@@ -54,10 +54,7 @@ setup_host --hugepages 512 >&2
 # The examples' sources and make (the examples' Makefile; the rest of the
 # toolchain is setup.sh's).
 if [ ! -f "$EX/l3fwd/main.c" ] || ! command -v make > /dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    inst() { apt-get install -y -qq --no-install-recommends dpdk-doc make > /dev/null; }
-    inst || { apt-get update -qq && inst; } \
-        || { echo "$0: apt-get install dpdk-doc make failed" >&2; exit 1; }
+    apt_install dpdk-doc make
 fi
 if [ ! -x "$BUILD/l3fwd/build/l3fwd" ] || [ "$EX/l3fwd/main.c" -nt "$BUILD/l3fwd/build/l3fwd" ]; then
     rm -rf "$BUILD"

@@ -19,11 +19,7 @@ need_root
 ROUTES="${1:-1000}"
 replay_family
 OUT="$ROOT/bench-results/shares.md"
-if ! command -v perf > /dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    inst() { apt-get install -y -qq --no-install-recommends linux-perf > /dev/null; }
-    inst || { apt-get update -qq && inst; } || { echo "$0: apt-get install linux-perf failed" >&2; exit 1; }
-fi
+command -v perf > /dev/null || apt_install linux-perf
 setup_host --hugepages 512
 build_release
 WORK="$(mktemp -d /tmp/fwd-shares.XXXXXX)"
@@ -58,8 +54,6 @@ row() {
             }'
 }
 
-mean() { awk '{s += $1; n++} END {if (n) printf "%.2f", s / n}'; }
-
 rows=()
 # fwd
 sample "$WORK/fwd.data" &
@@ -75,11 +69,11 @@ for mode in io macswap; do
 done
 # l3fwd, LPM mode: it prints the rates of two 10 s intervals from 11 s on.
 sample "$WORK/l3fwd.data" &
-if l3=$(env FAMILY="$FAMILY" "$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES"); then
-    wait
+l3=$(env FAMILY="$FAMILY" "$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES") || l3=""
+wait
+if [ -n "$l3" ]; then
     rows+=("$(row "dpdk-l3fwd LPM mode" "$WORK/l3fwd.data" 'l3fwd|librte_lpm' "$(echo $l3 | tr ' ' '\n' | mean)")")
 else
-    wait
     rows+=("| dpdk-l3fwd LPM mode | (failed) | | | | | | |")
 fi
 

@@ -99,15 +99,14 @@ else
         env FAMILY="$FAMILY" "$ROOT/deploy/bench/l3fwd.sh" "$WORK/flows.pcap" "$ROUTES"
 fi
 
-avg() { awk '{s+=$1; n++} END {if (n) printf "%.2f", s/n; else print "n/a"}'; }
-fwd_avg=$(echo "$fwd_rates" | avg)
-mac_avg=$(echo "$macswap" | avg)
-io_avg=$(echo "$io" | avg)
+fwd_avg=$(echo "$fwd_rates" | mean)
+mac_avg=$(echo "$macswap" | mean)
+io_avg=$(echo "$io" | mean)
 ratio=$(awk -v a="$fwd_avg" -v b="$mac_avg" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
 # Each l3fwd mode's mean, once for the table and the ratios below.
 l3_avgs=()
 for k in "${!l3_labels[@]}"; do
-    l3_avgs+=("$(echo "${l3_rates[$k]}" | tr ' ' '\n' | avg)")
+    l3_avgs+=("$(echo "${l3_rates[$k]}" | tr ' ' '\n' | mean)")
 done
 nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else print "n/a" }')
 
@@ -146,13 +145,13 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     echo "|---|---|---|---|"
     if [ "$LOADED" = 1 ]; then
         echo "| fwd, full view + 10k ACL loaded | $(echo $fwd_rates) | $fwd_avg | $nspp |"
-        bare_avg=$(echo "$bare_rates" | avg)
+        bare_avg=$(echo "$bare_rates" | mean)
         echo "| fwd, $ROUTES routes only (same binary, same run) | $(echo $bare_rates) | $bare_avg | $(awk -v a="$bare_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     else
         echo "| fwd (parse + LPM + TTL/checksum + MAC rewrite) | $(echo $fwd_rates) | $fwd_avg | $nspp |"
     fi
     if [ -n "$base_rates" ]; then
-        base_avg=$(echo "$base_rates" | avg)
+        base_avg=$(echo "$base_rates" | mean)
         echo "| baseline fwd (${BASELINE_LABEL:-$BASELINE_FWD}) | $(echo $base_rates) | $base_avg | $(awk -v a="$base_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
     fi
     echo "| dpdk-testpmd macswap | $(echo $macswap) | $mac_avg | $(awk -v a="$mac_avg" 'BEGIN{ if (a>0) printf "%.1f", 1000/a}') |"
