@@ -1185,14 +1185,14 @@ fn late_keys(n: usize, seed: u64) -> Vec<Key> {
 fn cache_rows(data: &Path) -> String {
     let (acl1, _, inside) = lyxocs_10k(data);
     let (_w, c, _) = build(&acl1, Config::default());
-    let flows = late_keys(4096, 0xF10);
-    let recipe: Vec<Key> = (0..100_000)
-        .map(|i| flows[(i * 7919) % flows.len()])
-        .collect();
-    let many = late_keys(16384, 0xF11);
-    let fuller: Vec<Key> = (0..100_000)
-        .map(|i| many[(i * 7919) % many.len()])
-        .collect();
+    // 100,000 lookups over `n` late-match flows, each flow back every `n`
+    // lookups (a prime stride over the pool).
+    let taking_turns = |n: usize, seed: u64| -> Vec<Key> {
+        let flows = late_keys(n, seed);
+        (0..100_000).map(|i| flows[(i * 7919) % n]).collect()
+    };
+    let recipe = taking_turns(4096, 0xF10);
+    let fuller = taking_turns(16384, 0xF11);
     let fresh = late_keys(100_000, 0x1A7E);
     let sizes: Vec<usize> = std::env::var("BENCH_ACL_CACHE_SIZES")
         .ok()
