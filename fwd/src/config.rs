@@ -490,6 +490,10 @@ pub struct DatapathConfig {
     /// family (an IPv4 entry 32 bytes, an IPv6 one 64; rounded up to a
     /// power of two; 0 turns it off).
     pub acl_flow_cache: usize,
+    /// The longest a worker sleeps between polls once its queues have
+    /// been empty a while (microseconds; 0: it always polls). See
+    /// [`crate::worker::idle`].
+    pub idle_sleep_us: u64,
 }
 
 impl Default for DatapathConfig {
@@ -497,6 +501,7 @@ impl Default for DatapathConfig {
         DatapathConfig {
             drain_us: 100,
             acl_flow_cache: crate::acl::FlowCache::DEFAULT_ENTRIES,
+            idle_sleep_us: 50,
         }
     }
 }
@@ -1066,6 +1071,12 @@ impl Config {
         if self.datapath.drain_us == 0 || self.datapath.drain_us > 100_000 {
             return Err(invalid("datapath.drain_us", "must be 1..=100000"));
         }
+        if self.datapath.idle_sleep_us > 10_000 {
+            return Err(invalid(
+                "datapath.idle_sleep_us",
+                "must be 0..=10000 (0: always poll)",
+            ));
+        }
         if self.datapath.acl_flow_cache > crate::acl::FlowCache::MAX_ENTRIES {
             return Err(invalid(
                 "datapath.acl_flow_cache",
@@ -1203,6 +1214,10 @@ neighbours:
             (
                 "datapath: {acl_flow_cache: 2000000}\n",
                 "datapath.acl_flow_cache",
+            ),
+            (
+                "datapath: {idle_sleep_us: 10001}\n",
+                "datapath.idle_sleep_us",
             ),
             ("mempool: {mbufs: 4294967295}\n", "mempool.mbufs"),
             (

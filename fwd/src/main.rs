@@ -332,6 +332,7 @@ fn run() -> Result<()> {
             tx,
             drain_cycles,
             flow_cache: cfg.datapath.acl_flow_cache,
+            idle_sleep: Duration::from_micros(cfg.datapath.idle_sleep_us),
             rule_counters: rule_counter_writers.remove(0),
             pool: Arc::clone(&pool),
             channel: Arc::clone(&channels[wi]),

@@ -226,6 +226,10 @@ pub struct LcoreCounters {
     pub drops: [Counter; DropReason::COUNT],
     pub events: [Counter; Event::COUNT],
     pub ports: Box<[CachePadded<PortCounters>]>,
+    /// Sleeps while idle, and the time they took (`datapath.idle_sleep_us`);
+    /// last, so the fields the loop writes under load keep their places.
+    pub idle_sleeps: Counter,
+    pub idle_sleep_ns: Counter,
 }
 
 impl LcoreCounters {
@@ -265,6 +269,8 @@ impl Stats {
                         ports: (0..n_ports)
                             .map(|_| CachePadded::new(PortCounters::default()))
                             .collect(),
+                        idle_sleeps: Counter::default(),
+                        idle_sleep_ns: Counter::default(),
                     })
                 })
                 .collect(),
@@ -288,6 +294,8 @@ impl Stats {
                 lcore: l.lcore,
                 polls: l.polls.get(),
                 busy_polls: l.busy_polls.get(),
+                idle_sleeps: l.idle_sleeps.get(),
+                idle_sleep_ns: l.idle_sleep_ns.get(),
                 rx_packets: l.rx_packets.get(),
                 tx_packets: l.tx_packets.get(),
                 replies: l.events[Event::Replies as usize].get(),
@@ -336,6 +344,8 @@ pub struct LcoreTotals {
     pub lcore: u32,
     pub polls: u64,
     pub busy_polls: u64,
+    pub idle_sleeps: u64,
+    pub idle_sleep_ns: u64,
     pub rx_packets: u64,
     pub tx_packets: u64,
     pub replies: u64,

@@ -317,39 +317,62 @@ fn changes_apply_atomically_and_bad_input_changes_nothing() {
     );
 }
 
-/// A worker that receives nothing still reports quiescence: after changes
-/// published while its ports are silent, it reports the current generation
-/// (else every replaced version would wait for traffic to be reclaimed).
+/// A worker that receives nothing holds no replaced version back, or every
+/// one would wait for traffic to be reclaimed. One that always polls
+/// (`datapath.idle_sleep_us: 0`) still reports quiescence: after changes
+/// published while its port is silent, it reports the current generation.
+/// One that sleeps while idle (the default) goes offline while it sleeps
+/// and reports when it polls between sleeps: the versions are reclaimed
+/// all the same, and its stats show the sleeps (none for the other).
 #[test]
-fn an_idle_worker_reports_every_generation() {
-    let dir = TempDir::new("idle");
-    let (d, sock) = start_one_port(&dir, "idle", "", "");
-    for i in 0..5 {
-        ok(fwdctl(
-            &sock,
-            &["route", "add", &format!("10.9.{i}.0/24"), "via", "10.0.0.2"],
-        ));
-    }
-    let want = generation(&sock);
-    let start = std::time::Instant::now();
-    loop {
-        let mut c = ctl::Client::connect(&sock).expect("connect");
-        let s = match c.call(&Request::Status {}).expect("status") {
-            Response::Status(s) => s,
-            other => panic!("unexpected {other:?}"),
-        };
-        let w = &s.workers[0];
-        if w.online && w.reported_generation == Some(want) {
-            break;
+fn an_idle_worker_holds_no_version_back() {
+    for (tag, datapath, sleeps) in [
+        ("idlep", "datapath: {idle_sleep_us: 0}\n", false),
+        ("idles", "", true),
+    ] {
+        let dir = TempDir::new(tag);
+        let (d, sock) = start_one_port(&dir, tag, "", datapath);
+        for i in 0..5 {
+            ok(fwdctl(
+                &sock,
+                &["route", "add", &format!("10.9.{i}.0/24"), "via", "10.0.0.2"],
+            ));
         }
-        // Generous: the condition is what is tested, not the time.
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the idle worker never reported generation {want}: {s:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        let want = generation(&sock);
+        let start = std::time::Instant::now();
+        loop {
+            let mut c = ctl::Client::connect(&sock).expect("connect");
+            let s = match c.call(&Request::Status {}).expect("status") {
+                Response::Status(s) => s,
+                other => panic!("unexpected {other:?}"),
+            };
+            let slept = match c.call(&Request::Stats {}).expect("stats") {
+                Response::Stats(st) => st.lcores[0].idle_sleep_ms,
+                other => panic!("unexpected {other:?}"),
+            };
+            let w = &s.workers[0];
+            let reported = w.online && w.reported_generation == Some(want);
+            let done = if sleeps {
+                (reported || !w.online)
+                    && s.pending_objects == 0
+                    && s.reclaimed_objects >= 5
+                    && slept > 0
+            } else {
+                reported && slept == 0
+            };
+            if done {
+                break;
+            }
+            // Generous: the condition is what is tested, not the time.
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "{tag}: the idle worker held generation {want} back \
+                 (or its sleeps, {slept} ms, are not as configured): {s:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        drop(d);
     }
-    drop(d);
 }
 
 /// The management threads (the main thread, the control lcore when it is not

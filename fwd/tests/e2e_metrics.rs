@@ -250,6 +250,12 @@ fn scrapes_agree_with_fwdctl_while_traffic_flows_and_after() {
         );
         let rx = metric(&m, "fwd_port_rx_packets_total", &[("port", "inf")]);
         assert!(rx >= last, "a counter went back: {last} -> {rx}");
+        // Under load the worker never sleeps (`datapath.idle_sleep_us`):
+        // every poll of the endless replay receives.
+        assert_eq!(
+            metric(&m, "fwd_lcore_idle_sleeps_total", &[("lcore", "1")]),
+            0
+        );
         if rx > last {
             moved += 1;
         }

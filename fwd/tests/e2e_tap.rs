@@ -285,4 +285,10 @@ fn ping_between_namespaces_through_the_appliance() {
         a_tx >= 8 && b_tx >= 8,
         "forwarded a={a_tx} b={b_tx}: {stats}"
     );
+    // Between the pings (a second apart) the worker found its queues empty
+    // and slept (`datapath.idle_sleep_us`, on by default), yet every ping
+    // above was answered: a packet ends a sleep.
+    let sleeps = stats["lcores"][0]["idle_sleeps"].as_u64().unwrap();
+    let slept_ns = stats["lcores"][0]["idle_sleep_ns"].as_u64().unwrap();
+    assert!(sleeps > 0 && slept_ns > 0, "{stats}");
 }

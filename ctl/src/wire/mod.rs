@@ -1013,6 +1013,9 @@ pub struct LcoreStats {
     /// Poll loop iterations, and those that received at least one packet.
     pub polls: u64,
     pub busy_polls: u64,
+    /// Time slept between polls while idle (`datapath.idle_sleep_us`).
+    #[serde(default)]
+    pub idle_sleep_ms: u64,
     pub rx_packets: u64,
     pub tx_packets: u64,
     pub dropped: u64,

@@ -666,6 +666,7 @@ fn ok_answers() {
                     lcore: 1,
                     polls: 100,
                     busy_polls: 5,
+                    idle_sleep_ms: 2500,
                     rx_packets: 10,
                     tx_packets: 9,
                     dropped: 1,
@@ -677,7 +678,7 @@ fn ok_answers() {
         concat!(
             r#"{"id":7,"ok":{"stats":{"uptime_ms":5000,"rx_packets":10,"tx_packets":9,"dropped":1,"#,
             r#""drops":[{"reason":"no_route","packets":1}],"#,
-            r#""lcores":[{"lcore":1,"polls":100,"busy_polls":5,"rx_packets":10,"tx_packets":9,"dropped":1}],"#,
+            r#""lcores":[{"lcore":1,"polls":100,"busy_polls":5,"idle_sleep_ms":2500,"rx_packets":10,"tx_packets":9,"dropped":1}],"#,
             r#""ports":[{"name":"p1","rx_packets":10,"rx_bytes":640,"rx_missed":1,"rx_errors":2,"#,
             r#""rx_nombuf":3,"tx_packets":9,"tx_bytes":576,"tx_errors":4,"tx_dropped":5}]}}}"#
         ),

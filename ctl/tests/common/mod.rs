@@ -248,6 +248,7 @@ pub fn canned(id: u64, req: &Request) -> Vec<ResponseLine> {
                     lcore: 1,
                     polls: 100,
                     busy_polls: 50,
+                    idle_sleep_ms: 1234,
                     rx_packets: 10,
                     tx_packets: 9,
                     dropped: 1,

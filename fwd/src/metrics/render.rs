@@ -308,6 +308,22 @@ impl SampleCollector {
         )?;
         counter(
             e,
+            "fwd_lcore_idle_sleeps",
+            "Sleeps of a worker lcore between polls while idle (datapath.idle_sleep_us).",
+            None,
+            by_lcore(|l| l.idle_sleeps),
+        )?;
+        family(
+            e,
+            "fwd_lcore_idle_sleep",
+            "Time a worker lcore slept between polls while idle.",
+            Some(Unit::Seconds),
+            MetricType::Counter,
+            by_lcore(|l| l.idle_sleep_ns),
+            |m, ns| m.encode_counter::<NoLabelSet, f64, u64>(&(ns as f64 / 1e9), None),
+        )?;
+        counter(
+            e,
             "fwd_dropped_packets",
             "Packets dropped, by worker lcore and reason.",
             None,

@@ -56,6 +56,8 @@ fn sample() -> Sample {
                 lcore: 1,
                 polls: 100,
                 busy_polls: 10,
+                idle_sleeps: 4,
+                idle_sleep_ns: 1_500_000_000,
                 rx_packets: 1000,
                 tx_packets: 500,
                 replies: 0,
@@ -260,6 +262,11 @@ fn values_and_labels_are_the_samples() {
         3.0
     );
     assert_eq!(g("fwd_lcore_polls_total", &[("lcore", "1")]), 100.0);
+    assert_eq!(g("fwd_lcore_idle_sleeps_total", &[("lcore", "1")]), 4.0);
+    assert_eq!(
+        g("fwd_lcore_idle_sleep_seconds_total", &[("lcore", "1")]),
+        1.5
+    );
     assert_eq!(
         g("fwd_control_events_total", &[("event", "host_to_kernel")]),
         9.0

@@ -219,7 +219,9 @@ fn stats<W: Write>(out: &mut W, s: &StatsReport) -> io::Result<()> {
     writeln!(out)?;
     let mut t = Table::new(
         &mut *out,
-        &["LCORE", "POLLS", "BUSY%", "RX-PKTS", "TX-PKTS", "DROPPED"],
+        &[
+            "LCORE", "POLLS", "BUSY%", "SLEPT-S", "RX-PKTS", "TX-PKTS", "DROPPED",
+        ],
         !0,
     );
     for l in &s.lcores {
@@ -232,6 +234,7 @@ fn stats<W: Write>(out: &mut W, s: &StatsReport) -> io::Result<()> {
             l.lcore.to_string(),
             l.polls.to_string(),
             format!("{busy:.1}"),
+            format!("{:.1}", l.idle_sleep_ms as f64 / 1000.0),
             l.rx_packets.to_string(),
             l.tx_packets.to_string(),
             l.dropped.to_string(),

@@ -401,6 +401,7 @@ fn stats_report(ctx: &ServerContext, rates: Option<RateSample>) -> StatsReport {
                 lcore: l.lcore,
                 polls: l.polls,
                 busy_polls: l.busy_polls,
+                idle_sleep_ms: l.idle_sleep_ns / 1_000_000,
                 rx_packets: l.rx_packets,
                 tx_packets: l.tx_packets,
                 dropped: l.drops,
