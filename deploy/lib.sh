@@ -130,6 +130,16 @@ need_root() {
     [ "$(id -u)" = 0 ] || { echo "$0: run as root (DPDK, apt-get and network namespaces need it)" >&2; exit 1; }
 }
 
+# Stops the daemon a bench started as FWD_PID (SIGINT: it flushes and prints
+# its final counters), waits for it and forgets it; nothing when none runs.
+stop_fwd() {
+    if [ -n "${FWD_PID:-}" ]; then
+        kill -INT "$FWD_PID" 2> /dev/null || true
+        wait "$FWD_PID" 2> /dev/null || true
+    fi
+    FWD_PID=""
+}
+
 # Release build of the daemon, the CLI and the tools.
 build_release() {
     [ -n "${FWD_BUNDLE:-}" ] && return 0

@@ -13,12 +13,15 @@
 #                  (the capture is recorded first if the cache has none): < 1 min
 #   --reps N       repetitions of each measurement (default 3)
 #   --no-hog       skip the kernel-path variant with CPU 1 kept busy (the CPU
-#                  fwd's polling worker takes away from FRR in the fwd target)
+#                  fwd's worker takes away from FRR in the fwd target when it
+#                  always polls, FWD_IDLE_SLEEP_US=0)
 #   --out FILE     where the Markdown goes (default bench-results/fpm.md;
 #                  --quick / --ingest-only: /tmp/fpmbench/fpm-quick.md,
 #                  /tmp/fpmbench/fpm-ingest.md, so the full results stay)
 #
-# Environment: FWD_DATA (the corpora directory: routing/ holds
+# Environment: FWD_IDLE_SLEEP_US (fwd's datapath.idle_sleep_us in the fwd
+# and replay targets; default: the daemon's own, 50: an idle worker sleeps
+# between polls; 0: it always polls, taking CPU 1 from FRR); FWD_DATA (the corpora directory: routing/ holds
 # ipv4_fulltable_gaissmai.txt.gz; default ../shared/data beside the repository,
 # see find_corpora in deploy/lib.sh); FWD_BIN_DIR (fwd,
 # fwdctl, bench_fpm; default target/release, built if missing).
@@ -44,7 +47,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$ROOT/deploy/lib.sh"
-CMDLINE="deploy/bench/fpm.sh $*"
+CMDLINE="${FWD_IDLE_SLEEP_US:+FWD_IDLE_SLEEP_US=$FWD_IDLE_SLEEP_US }deploy/bench/fpm.sh $*"
 QUICK=0
 REPS=3
 HOG=1
@@ -846,7 +849,7 @@ cols = [("established", "session Established"), ("bgp_received", "bgpd received 
         ("zebra_fpm_flushed", "zebra FPM output flushed")]
 names = {"fwd": "**fwd target**: zebra -M dplane_fpm_nl + bgpd beside fwd, BGP through fwd's port",
          "kernel": "**kernel target**: zebra (no FPM) + bgpd, plain veth",
-         "kernel-hog": "kernel target, CPU 1 kept busy (as fwd's polling worker keeps it)",
+         "kernel-hog": "kernel target, CPU 1 kept busy (as a worker that always polls keeps it)",
          "sink": "zebra -M dplane_fpm_nl into fpm-capture.py (a sink that only records; veth)"}
 p("| target | " + " | ".join(c[1] for c in cols) + " |")
 p("|---|" + "---|" * len(cols))
@@ -1051,7 +1054,8 @@ p("## Every measurement (seconds after t0)\n")
 p("'foreign CPU-s' is the machine's busy time during the measurement minus the CPU of "
   "every process of the benchmark (daemons, fwd, hog, monitor, vtysh, nlcount): other users of the "
   "VM and kernel work not charged to a process. 'busy before' is what the machine did in "
-  "the 0.5 s before t0 (fwd's worker or the hog account for 1.0).\n")
+  "the 0.5 s before t0 (the hog accounts for 1.0, and so does fwd's worker when it always "
+  "polls, FWD_IDLE_SLEEP_US=0).\n")
 p("| measurement | Established | bgpd all | zebra FIB all | kernel FIB all | fwd FIB all | foreign CPU-s | busy before |")
 p("|---|---|---|---|---|---|---|---|")
 for t, ms in T.items():
@@ -1090,7 +1094,8 @@ if fw and kn:
     if kh:
         c = med([ev(m, "kernel_fib") for m in kh])
         if a is not None and c is not None:
-            p(f"- With the same CPU left to FRR (CPU 1 busy in both): fwd {a:.1f} s vs kernel {c:.1f} s (ratio {a / c:.2f}).")
+            p(f"- The kernel target with CPU 1 kept busy (what a worker that always polls costs FRR): "
+              f"{c:.1f} s; fwd {a:.1f} s (ratio {a / c:.2f}).")
     lag = med([ev(m, "fwd_fib") - ev(m, "zebra_fib") for m in fw
                if ev(m, "fwd_fib") is not None and ev(m, "zebra_fib") is not None])
     klag = med([ev(m, "fwd_fib") - ev(m, "kernel_fib") for m in fw
@@ -1112,6 +1117,11 @@ if fw:
     ctl = med([m["cpu_s"].get("fwd_threads", {}).get("fwd-control") for m in fw])
     wall = med([m["wall"] for m in fw])
     bat = med([(m.get("fwd_final") or {}).get("batches") for m in fw])
+    wk = med([m["cpu_s"].get("fwd_threads", {}).get("rte-worker-1") for m in fw])
+    if wk is not None:
+        p(f"- fwd's worker (rte-worker-1) used {wk:.1f} CPU-s of the {wall:.0f} s "
+          f"(datapath.idle_sleep_us: {os.environ.get('FWD_IDLE_SLEEP_US') or 'the default'}; "
+          f"a worker that always polls uses about one CPU-s a second).")
     if own is not None:
         p(f"- fwd is not the bottleneck end to end: its control threads (fwd-control {ctl:.1f}, plus "
           f"fwd-fpm and fwd-host: {own:.1f} CPU-s in all) were busy a fraction of the {wall:.0f} s, "
@@ -1151,9 +1161,12 @@ p("""## What bounds each (structure, from the sources and the samples above)
   records) costs zebra time: compare the sink and kernel rows (zebra CPU-s, kernel FIB
   all). In the runs of 2026-11-30 the difference was within the run-to-run noise
   (between +4.8 s and -1.7 s on ~21-28 s).
-- **fwd's worker takes a core.** The polling worker `rte-worker-1` keeps CPU 1 busy
-  (about one CPU-second per second); on 2 vCPUs FRR keeps about one core. The
-  kernel-hog row gives the kernel path the same handicap (a busy loop on CPU 1).
+- **fwd's worker and CPU 1.** A worker that always polls (`datapath.idle_sleep_us:
+  0`) keeps CPU 1 busy, about one CPU-second per second, and on 2 vCPUs FRR then
+  keeps about one core; the kernel-hog row gives the kernel path that handicap (a
+  busy loop on CPU 1). By default an idle worker sleeps between polls (up to 50 us,
+  fwd/src/worker/idle.rs): what it still uses here is the BGP session's packets
+  through the host path and the sleeps' own cost (`bench-results/idle.md`).
 - **fwd's ingest alone is CPU-bound on one core.** Every fwd thread but the worker
   (fwd-control, fwd-fpm, fwd-host, fwd-ctl-*) runs with `Cpus_allowed_list: 0`
   (inherited from the EAL main lcore). So decode+translate (fwd-fpm) and
@@ -1377,6 +1390,7 @@ workers:
 control: {cpu: 0, socket: $1/fwd.sock}
 host: {punt_rate: 20000, punt_burst: 2000}
 fpm: {listen: "127.0.0.1:$FPM_PORT", stale_ms: 60000}
+${FWD_IDLE_SLEEP_US:+datapath: {idle_sleep_us: $FWD_IDLE_SLEEP_US\}}
 YAML
 }
 

@@ -36,7 +36,7 @@ TREX="$ROOT/deploy/trex"
 WORK="$(mktemp -d /tmp/fwd-reconf.XXXXXX)"
 FWD_PID=""
 cleanup() {
-    [ -n "$FWD_PID" ] && kill -INT "$FWD_PID" 2> /dev/null && wait "$FWD_PID" 2> /dev/null
+    stop_fwd
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -111,9 +111,7 @@ for ((round = 0; round < ROUNDS; round++)); do
     burn_lines+=("$c:$(mark)")
 done
 stats="$("${CTL[@]}" --json stats)"
-kill -INT "$FWD_PID"
-wait "$FWD_PID" || true
-FWD_PID=""
+stop_fwd
 
 rates() {
     local r
