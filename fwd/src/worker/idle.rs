@@ -25,9 +25,10 @@
 //! its next snapshot brings it online. Its TX buffers are flushed first,
 //! so nothing waits out the sleep in them.
 //!
-//! grout's workers sleep the same way (growing by 1 us each idle check,
-//! up to its `max_sleep_us`); VPP's workers poll unless an interface is
-//! set to interrupt or adaptive mode; `0` here is that: always poll.
+//! grout's workers sleep when idle too, by default (their sleep grows by
+//! 1 us at each check of 256 empty loops, up to a bound; `--poll-mode`
+//! turns it off); VPP's workers poll unless an interface is set to
+//! interrupt or adaptive mode; `0` here is that: always poll.
 
 use std::time::Duration;
 
