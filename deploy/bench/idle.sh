@@ -96,6 +96,11 @@ pingrtt() {
         END {printf "%s %s %d\n", avg, max, sent - got}'
 }
 
+# The round trips of one bound's runs ("avg max lost;" each) as a table cell.
+rtt_cell() {
+    tr ';' '\n' | grep . | awk '{s = $1 " / " $2; if ($3 > 0) s = s " (" $3 " lost)"; o = o (NR > 1 ? ", " : "") s} END {print o}'
+}
+
 declare -A CPU RTT_Q RTT_F
 for r in $(seq 1 "$ROUNDS"); do
     n=${#VALUES[@]}
@@ -121,7 +126,7 @@ done
     echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $(commit_id)"
     echo
     echo "- command: \`deploy/bench/idle.sh\` (VALUES=\"${VALUES[*]}\" ROUNDS=$ROUNDS IDLE_S=$IDLE_S)"
-    echo "- machine: $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}'), $(nproc) CPUs; DPDK $(dpdk_version)"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- two net_tap ports in network namespaces, one worker on CPU 1; the worker's CPU"
     echo "  over ${IDLE_S} s without traffic (share of one CPU), then ping's round trip"
     echo "  through the appliance (ms, avg / max of each run; lost in brackets when any)"
@@ -129,10 +134,7 @@ done
     echo "| idle_sleep_us | worker CPU while idle (each round) | 20 pings 0.2 s apart: avg / max | 500 pings 2 ms apart: avg / max |"
     echo "|---|---|---|---|"
     for v in "${VALUES[@]}"; do
-        fmt() {
-            tr ';' '\n' | grep . | awk '{s = $1 " / " $2; if ($3 > 0) s = s " (" $3 " lost)"; o = o (NR > 1 ? ", " : "") s} END {print o}'
-        }
-        echo "| $v | ${CPU[$v]% } | $(printf '%s' "${RTT_Q[$v]}" | fmt) | $(printf '%s' "${RTT_F[$v]}" | fmt) |"
+        echo "| $v | ${CPU[$v]% } | $(printf '%s' "${RTT_Q[$v]}" | rtt_cell) | $(printf '%s' "${RTT_F[$v]}" | rtt_cell) |"
     done
     echo
 } >> "$OUT"
