@@ -78,129 +78,91 @@ pub const fn mask6(len: u8) -> u128 {
     }
 }
 
-impl Prefix4 {
-    /// The default route `0.0.0.0/0`.
-    pub const DEFAULT: Prefix4 = Prefix4 { addr: 0, len: 0 };
+/// The methods, `Display` and `FromStr` of [`Prefix4`] and [`Prefix6`]: the
+/// same code over each family's address word.
+macro_rules! family_prefix {
+    ($name:ident, $word:ty, $ip:ty, $bits:literal, $mask:ident, $default:literal) => {
+        impl $name {
+            #[doc = concat!("The default route `", $default, "`.")]
+            pub const DEFAULT: $name = $name { addr: 0, len: 0 };
 
-    /// `addr/len`.
-    ///
-    /// # Errors
-    /// [`PrefixError::LengthTooLong`] if `len > 32`, [`PrefixError::HostBitsSet`] if
-    /// `addr` has bits set beyond `len`.
-    pub fn new(addr: u32, len: u8) -> Result<Self, PrefixError> {
-        if len > 32 {
-            return Err(PrefixError::LengthTooLong { len, max: 32 });
+            /// `addr/len`.
+            ///
+            /// # Errors
+            #[doc = concat!("[`PrefixError::LengthTooLong`] if `len > ", $bits, "`,")]
+            /// [`PrefixError::HostBitsSet`] if `addr` has bits set beyond `len`.
+            pub fn new(addr: $word, len: u8) -> Result<Self, PrefixError> {
+                if len > $bits {
+                    return Err(PrefixError::LengthTooLong { len, max: $bits });
+                }
+                if addr & !$mask(len) != 0 {
+                    return Err(PrefixError::HostBitsSet {
+                        given: format!("{}/{len}", <$ip>::from(addr)),
+                        normalized: format!("{}/{len}", <$ip>::from(addr & $mask(len))),
+                    });
+                }
+                Ok($name { addr, len })
+            }
+
+            /// `addr/len` with the host bits of `addr` cleared.
+            ///
+            /// # Errors
+            #[doc = concat!("[`PrefixError::LengthTooLong`] if `len > ", $bits, "`.")]
+            pub fn new_truncate(addr: $word, len: u8) -> Result<Self, PrefixError> {
+                if len > $bits {
+                    return Err(PrefixError::LengthTooLong { len, max: $bits });
+                }
+                Ok($name {
+                    addr: addr & $mask(len),
+                    len,
+                })
+            }
+
+            /// Network address.
+            #[inline]
+            pub fn addr(self) -> $word {
+                self.addr
+            }
+
+            #[doc = concat!("Prefix length (0..=", $bits, ").")]
+            #[inline]
+            #[allow(clippy::len_without_is_empty)]
+            pub fn len(self) -> u8 {
+                self.len
+            }
+
+            /// Last address covered (for IPv4, the broadcast address).
+            #[inline]
+            pub fn last(self) -> $word {
+                self.addr | !$mask(self.len)
+            }
+
+            /// Whether `a` is covered.
+            #[inline]
+            pub fn contains(self, a: $word) -> bool {
+                a & $mask(self.len) == self.addr
+            }
         }
-        if addr & !mask4(len) != 0 {
-            return Err(PrefixError::HostBitsSet {
-                given: format!("{}/{len}", Ipv4Addr::from(addr)),
-                normalized: format!("{}/{len}", Ipv4Addr::from(addr & mask4(len))),
-            });
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}/{}", <$ip>::from(self.addr), self.len)
+            }
         }
-        Ok(Prefix4 { addr, len })
-    }
 
-    /// `addr/len` with the host bits of `addr` cleared.
-    ///
-    /// # Errors
-    /// [`PrefixError::LengthTooLong`] if `len > 32`.
-    pub fn new_truncate(addr: u32, len: u8) -> Result<Self, PrefixError> {
-        if len > 32 {
-            return Err(PrefixError::LengthTooLong { len, max: 32 });
+        impl FromStr for $name {
+            type Err = PrefixError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                let (a, len) = split(s)?;
+                let a: $ip = a.parse().map_err(|_| PrefixError::Syntax(s.to_string()))?;
+                $name::new(<$word>::from(a), len)
+            }
         }
-        Ok(Prefix4 {
-            addr: addr & mask4(len),
-            len,
-        })
-    }
-
-    /// Network address.
-    #[inline]
-    pub fn addr(self) -> u32 {
-        self.addr
-    }
-
-    /// Prefix length (0..=32).
-    #[inline]
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(self) -> u8 {
-        self.len
-    }
-
-    /// Last address covered (the broadcast address).
-    #[inline]
-    pub fn last(self) -> u32 {
-        self.addr | !mask4(self.len)
-    }
-
-    /// Whether `a` is covered.
-    #[inline]
-    pub fn contains(self, a: u32) -> bool {
-        a & mask4(self.len) == self.addr
-    }
+    };
 }
 
-impl Prefix6 {
-    /// The default route `::/0`.
-    pub const DEFAULT: Prefix6 = Prefix6 { addr: 0, len: 0 };
-
-    /// `addr/len`.
-    ///
-    /// # Errors
-    /// [`PrefixError::LengthTooLong`] if `len > 128`, [`PrefixError::HostBitsSet`] if
-    /// `addr` has bits set beyond `len`.
-    pub fn new(addr: u128, len: u8) -> Result<Self, PrefixError> {
-        if len > 128 {
-            return Err(PrefixError::LengthTooLong { len, max: 128 });
-        }
-        if addr & !mask6(len) != 0 {
-            return Err(PrefixError::HostBitsSet {
-                given: format!("{}/{len}", Ipv6Addr::from(addr)),
-                normalized: format!("{}/{len}", Ipv6Addr::from(addr & mask6(len))),
-            });
-        }
-        Ok(Prefix6 { addr, len })
-    }
-
-    /// `addr/len` with the host bits of `addr` cleared.
-    ///
-    /// # Errors
-    /// [`PrefixError::LengthTooLong`] if `len > 128`.
-    pub fn new_truncate(addr: u128, len: u8) -> Result<Self, PrefixError> {
-        if len > 128 {
-            return Err(PrefixError::LengthTooLong { len, max: 128 });
-        }
-        Ok(Prefix6 {
-            addr: addr & mask6(len),
-            len,
-        })
-    }
-
-    /// Network address.
-    #[inline]
-    pub fn addr(self) -> u128 {
-        self.addr
-    }
-
-    /// Prefix length (0..=128).
-    #[inline]
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(self) -> u8 {
-        self.len
-    }
-
-    /// Last address covered.
-    #[inline]
-    pub fn last(self) -> u128 {
-        self.addr | !mask6(self.len)
-    }
-
-    /// Whether `a` is covered.
-    #[inline]
-    pub fn contains(self, a: u128) -> bool {
-        a & mask6(self.len) == self.addr
-    }
-}
+family_prefix!(Prefix4, u32, Ipv4Addr, 32, mask4, "0.0.0.0/0");
+family_prefix!(Prefix6, u128, Ipv6Addr, 128, mask6, "::/0");
 
 impl Prefix {
     /// Prefix length.
@@ -247,18 +209,6 @@ impl From<Prefix6> for Prefix {
     }
 }
 
-impl fmt::Display for Prefix4 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", Ipv4Addr::from(self.addr), self.len)
-    }
-}
-
-impl fmt::Display for Prefix6 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", Ipv6Addr::from(self.addr), self.len)
-    }
-}
-
 impl fmt::Display for Prefix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -277,24 +227,6 @@ fn split(s: &str) -> Result<(&str, u8), PrefixError> {
     let len: u16 = l.parse().map_err(|_| syntax())?;
     let len = u8::try_from(len).map_err(|_| syntax())?;
     Ok((a, len))
-}
-
-impl FromStr for Prefix4 {
-    type Err = PrefixError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (a, len) = split(s)?;
-        let a: Ipv4Addr = a.parse().map_err(|_| PrefixError::Syntax(s.to_string()))?;
-        Prefix4::new(u32::from(a), len)
-    }
-}
-
-impl FromStr for Prefix6 {
-    type Err = PrefixError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (a, len) = split(s)?;
-        let a: Ipv6Addr = a.parse().map_err(|_| PrefixError::Syntax(s.to_string()))?;
-        Prefix6::new(u128::from(a), len)
-    }
 }
 
 impl FromStr for Prefix {
