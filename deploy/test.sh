@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what is missing and runs every test: unit and property tests,
 # end-to-end tests with the real daemon on pcap and tap ports in network
-# namespaces, formatting and lint gates, and a short run of every fuzz
-# target.
+# namespaces, formatting, lint and documentation gates, and a short run of
+# every fuzz target.
 #
 #   deploy/test.sh
 set -euo pipefail
@@ -15,6 +15,8 @@ echo "test: cargo fmt --check"
 cargo fmt --all -- --check
 echo "test: cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "test: cargo doc (the internals' documentation: no broken link)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --quiet
 echo "test: cargo build (the end-to-end tests run the real fwd and fwdctl binaries)"
 cargo build --workspace --bins
 echo "test: cargo test"

@@ -12,6 +12,12 @@
 //! (safe wrappers; with `qsbr`, [`arch`] (prefetch), `hostif::tap` and
 //! `route::larc` (the routing tables' counted nodes) the only `unsafe`), and
 //! [`corpus`] (where tests and benchmarks find the external data sets).
+//!
+//! These are the appliance's internals, documented with their private
+//! items: `cargo doc --no-deps --document-private-items` (`deploy/test.sh`
+//! builds them so, warnings denied). A public item's doc may then link to
+//! a private one.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod acl;
 pub mod arch;

@@ -1,7 +1,7 @@
 //! The control lcore: the single writer of every table.
 //!
 //! A thread pinned (core_affinity) to a CPU that polls no queue owns the
-//! [`qsbr::Writer`] and the classifier's writer. The management side (the
+//! [`Writer`] and the classifier's writer. The management side (the
 //! fwdctl socket server, the startup config) sends it [`Request`]s over a
 //! channel; it applies each batch of changes to the current version
 //! ([`state::apply`]: all or nothing), publishes the result as one new

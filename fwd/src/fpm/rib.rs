@@ -131,7 +131,7 @@ impl Key {
 static_assertions::const_assert!(std::mem::size_of::<Key>() == 24);
 
 /// A value that orders routes as `(Vrf, Prefix)` does, cheaply: what a
-/// batch is sorted by (see [`crate::control::state::apply_fpm`]).
+/// batch is sorted by (see the control side's `state::apply_fpm`).
 #[inline]
 pub fn route_order(vrf: Vrf, prefix: Prefix) -> impl Ord {
     Key::new(vrf, prefix).order()
@@ -140,7 +140,7 @@ pub fn route_order(vrf: Vrf, prefix: Prefix) -> impl Ord {
 /// zebra's routes, by table and prefix.
 ///
 /// Ordered, not hashed: batches come in prefix order (see
-/// [`crate::control::state::apply_fpm`]), so consecutive inserts and
+/// the control side's `state::apply_fpm`), so consecutive inserts and
 /// deletes land in the same or the next leaf, in cache, where a hash table
 /// of a million routes costs two cache misses for each, and a full copy
 /// each time it grows (`bench-results/fpm.md`).

@@ -5,7 +5,7 @@
 //! reads the live sources once ([`sample::gather`]: the per-lcore
 //! counters, the rule counters, the tables and versioning state the
 //! control lcore posts, the drivers' counters) and writes them with the
-//! official client library ([`render`]). It never touches the data path:
+//! official client library ([`fn@render`]). It never touches the data path:
 //! the workers' counters are read with plain loads, the control side's
 //! state is taken from what it already posts for `fwdctl`, and nothing
 //! takes a lock a worker could wait for.

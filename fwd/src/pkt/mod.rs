@@ -3,7 +3,7 @@
 //! # Contract
 //!
 //! Everything here works on `&[u8]` / `&mut [u8]` (the worker hands over an mbuf's data
-//! as a slice) and knows nothing of DPDK. The fast-path functions ([`parse`],
+//! as a slice) and knows nothing of DPDK. The fast-path functions ([`fn@parse`],
 //! [`parse_into`], [`ether_type`], [`forward_rewrite`], [`set_dscp`], [`flow_hash`],
 //! [`csum`]) guarantee, for *any* input bytes:
 //!
@@ -15,12 +15,12 @@
 //!   [`RewriteError`]) that maps 1:1 onto a drop counter ([`ParseError::index`]);
 //! - the rewrite either does all of its work or leaves the frame untouched.
 //!
-//! What the parser accepts is written on [`parse`]; the layout of the result on
+//! What the parser accepts is written on [`fn@parse`]; the layout of the result on
 //! [`Parsed`].
 //!
 //! # Design choices, and why
 //!
-//! - **One pass, one struct.** [`parse`] walks Ethernet → VLAN tags → IPv4/IPv6 (+
+//! - **One pass, one struct.** [`fn@parse`] walks Ethernet → VLAN tags → IPv4/IPv6 (+
 //!   extension headers) → TCP/UDP/SCTP/ICMP once and fills a flat, `Copy`
 //!   [`Parsed`] (~56 bytes) holding everything the next stages need: the classifier's
 //!   5-tuple, the FIB's destination, the rewrite's offsets. Later stages never touch
@@ -36,7 +36,7 @@
 //!   an IP length field larger than what the frame carries is
 //!   [`ParseError::BadTotalLength`] / [`ParseError::BadPayloadLength`]. Bytes after the
 //!   IP packet are Ethernet padding and are ignored.
-//! - **No IPv4 header checksum check in [`parse`]**: NICs verify it in hardware
+//! - **No IPv4 header checksum check in [`fn@parse`]**: NICs verify it in hardware
 //!   (`RTE_MBUF_F_RX_IP_CKSUM_BAD`), and the incremental update in [`forward_rewrite`]
 //!   keeps a bad checksum bad rather than laundering it (RFC 1624 arithmetic preserves
 //!   the error). Without offload the worker calls [`ipv4_checksum_ok`].

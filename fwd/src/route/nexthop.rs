@@ -51,7 +51,7 @@ impl Group {
         Group::with_live(id, members, |_| true)
     }
 
-    /// Like [`Group::new`], but only members for which `live` holds get
+    /// Like the tests' `Group::new`, but only members for which `live` holds get
     /// slots (their port is up); `members()` still lists every member. When
     /// none is live, all keep their slots (the traffic then meets the down
     /// port and is counted there, rather than vanishing).

@@ -479,7 +479,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         self.insert_at(addr, len, t).0
     }
 
-    /// [`Rib::insert`], and [`Rib::maximal_children`] of `addr/len` into
+    /// The tests' `insert`, and their `maximal_children` of `addr/len` into
     /// `out`, in one walk: read below the prefix at the node it was just
     /// written to, while that is in cache, rather than walking down again.
     pub(crate) fn insert_children(
@@ -614,9 +614,10 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
 
     /// For a prefix that is present: its value, what its addresses fall
     /// back to once it is gone (the longest strictly shorter covering
-    /// prefix, its [`Rib::lpm`] at `len - 1`) and its holes (its
-    /// [`Rib::maximal_children`]) into `out`, in one read-only walk, so a
-    /// removal needs no second walk to find them afterwards. `None` (and
+    /// prefix, its [`Rib::lpm`] at `len - 1`) and its holes (its maximal
+    /// children, what the tests' `maximal_children` lists) into `out`, in
+    /// one read-only walk, so a removal needs no second walk to find them
+    /// afterwards. `None` (and
     /// `out` left as it was) when `addr/len` is absent.
     pub(crate) fn area_of_present(
         &self,
