@@ -6,7 +6,6 @@ mod common;
 
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -16,16 +15,7 @@ use fwd::pkt::pcap;
 const NEIGH1: [u8; 6] = [0x02, 0, 0, 0, 1, 2];
 
 fn json(sock: &Path, args: &[&str]) -> serde_json::Value {
-    let o = Command::new(fwdctl_bin())
-        .arg("-s")
-        .arg(sock)
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("run fwdctl");
-    assert!(o.status.success(), "{}", text(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("fwdctl --json output");
-    untag(v)
+    untag(fwdctl_json(sock, args))
 }
 
 /// `{"stats": {...}}` -> `{...}`; arrays element-wise (stream items).

@@ -28,7 +28,7 @@ use std::process::Child;
 use std::time::Duration;
 
 use common::frr::*;
-use common::netns::{fwdctl, pings, Netns};
+use common::netns::{pings, Netns};
 use common::*;
 
 const APP_AS: u32 = 65001;
@@ -60,20 +60,13 @@ struct Lab {
     _dir: TempDir,
 }
 
-fn json(sock: &Path, args: &[&str]) -> serde_json::Value {
-    let mut a = vec!["--json"];
-    a.extend_from_slice(args);
-    let out = fwdctl(sock, &a);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("fwdctl {args:?}: {e}: {out}"))
-}
-
 fn fpm(sock: &Path) -> serde_json::Value {
-    json(sock, &["fpm", "show"])["fpm"].clone()
+    fwdctl_json(sock, &["fpm", "show"])["fpm"].clone()
 }
 
 /// The prefixes of `fwd`'s routes with protocol `proto`.
 fn routes_of(sock: &Path, proto: &str) -> BTreeSet<String> {
-    json(sock, &["route", "show", "proto", proto])
+    fwdctl_json(sock, &["route", "show", "proto", proto])
         .as_array()
         .expect("a route dump is an array")
         .iter()
@@ -82,7 +75,7 @@ fn routes_of(sock: &Path, proto: &str) -> BTreeSet<String> {
 }
 
 fn stat(sock: &Path, kind: &str, name: &str) -> u64 {
-    let s = json(sock, &["stats"])["stats"].clone();
+    let s = fwdctl_json(sock, &["stats"])["stats"].clone();
     let (list, key, val) = match kind {
         "drop" => ("drops", "reason", "packets"),
         _ => ("events", "event", "count"),
@@ -97,7 +90,7 @@ fn stat(sock: &Path, kind: &str, name: &str) -> u64 {
 }
 
 fn port_tx(sock: &Path, port: &str) -> u64 {
-    let s = json(sock, &["port", "stats", port]);
+    let s = fwdctl_json(sock, &["port", "stats", port]);
     s["port_stats"][0]["tx_packets"]
         .as_u64()
         .unwrap_or_else(|| panic!("{s}"))

@@ -23,17 +23,10 @@ const ROUTED: usize = 300;
 const UNROUTED: usize = 40;
 const RULED: usize = 25;
 
+/// The reply's one tag taken off (`{"stats": {...}}` -> `{...}`); a
+/// stream's items keep theirs.
 fn json(sock: &Path, args: &[&str]) -> serde_json::Value {
-    let o = Command::new(fwdctl_bin())
-        .arg("-s")
-        .arg(sock)
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("run fwdctl");
-    assert!(o.status.success(), "{}", text(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("fwdctl --json output");
-    match v {
+    match fwdctl_json(sock, args) {
         serde_json::Value::Object(m) if m.len() == 1 => m.into_iter().next().unwrap().1,
         other => other,
     }

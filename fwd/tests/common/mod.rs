@@ -57,6 +57,14 @@ pub fn fwdctl_output(sock: &Path, args: &[&str]) -> Output {
         .expect("run fwdctl")
 }
 
+/// `fwdctl -s SOCK --json ARGS...`, which must succeed, its reply parsed.
+pub fn fwdctl_json(sock: &Path, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    let out = ok(fwdctl_output(sock, &a));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("fwdctl {args:?}: {e}: {out}"))
+}
+
 /// The stdout of a command that must have succeeded.
 pub fn ok(o: Output) -> String {
     assert!(o.status.success(), "{}", text(&o));
