@@ -304,7 +304,8 @@ impl Client {
     }
 }
 
-/// [`crate::wire::RequestLine`] by reference, so sending does not clone the request.
+/// [`crate::wire::RequestLine`] by reference, so sending does not clone
+/// the request.
 #[derive(serde::Serialize)]
 struct RequestLineRef<'a> {
     id: u64,

@@ -51,10 +51,10 @@ impl Group {
         Group::with_live(id, members, |_| true)
     }
 
-    /// Like the tests' `Group::new`, but only members for which `live` holds get
-    /// slots (their port is up); `members()` still lists every member. When
-    /// none is live, all keep their slots (the traffic then meets the down
-    /// port and is counted there, rather than vanishing).
+    /// Like the tests' `Group::new`, but only members for which `live`
+    /// holds get slots (their port is up); `members()` still lists every
+    /// member. When none is live, all keep their slots (the traffic then
+    /// meets the down port and is counted there, rather than vanishing).
     pub(crate) fn with_live(
         id: GroupId,
         members: &[(NhId, u32)],

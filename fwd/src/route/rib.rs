@@ -617,8 +617,8 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// prefix, its [`Rib::lpm`] at `len - 1`) and its holes (its maximal
     /// children, what the tests' `maximal_children` lists) into `out`, in
     /// one read-only walk, so a removal needs no second walk to find them
-    /// afterwards. `None` (and
-    /// `out` left as it was) when `addr/len` is absent.
+    /// afterwards. `None` (and `out` left as it was) when `addr/len` is
+    /// absent.
     pub(crate) fn area_of_present(
         &self,
         addr: u128,

@@ -1,8 +1,9 @@
 //! What the appliance answers or originates itself on the data path: ARP
 //! replies, neighbour advertisements, echo replies (in place, see
-//! [`crate::pkt::echo_reply_in_place`]), ICMP / ICMPv6 errors (in a fresh buffer, rate
-//! limited per lcore), and the ARP / ND messages the control side learns
-//! neighbours from (recorded, then handed over by the poll loop).
+//! [`crate::pkt::echo_reply_in_place`]), ICMP / ICMPv6 errors (in a fresh
+//! buffer, rate limited per lcore), and the ARP / ND messages the control
+//! side learns neighbours from (recorded, then handed over by the poll
+//! loop).
 //!
 //! Which neighbour messages are handed over (the control side decides what
 //! to learn from them, see [`crate::neigh`]):
