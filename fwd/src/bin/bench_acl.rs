@@ -5,7 +5,8 @@
 //! `taskset -c 1 target/release/bench_acl [DATA_DIR] > report.md`;
 //! `DATA_DIR` defaults to `$FWD_DATA/classbench` (see `fwd::corpus`). Tuning aids:
 //! `BENCH_ACL_SWEEP=1` (tree parameters), `BENCH_ACL_LARGE=1` (50k and 100k
-//! sets beside dpdk-test-acl), `BENCH_ACL_OVERLAY=1` (cost of a
+//! sets beside dpdk-test-acl), `BENCH_ACL_SETS="FILE..."` (the same for
+//! ClassBench rule files given by path), `BENCH_ACL_OVERLAY=1` (cost of a
 //! 64-rule overlay). DPDK is run as
 //! `dpdk-test-acl -l 1 --no-pci --no-huge -m 1024 --no-shconf --no-telemetry`
 //! if it is on PATH; its build time comes from the LD_PRELOAD shim
@@ -305,8 +306,27 @@ fn rte_acl_ns(
     n: usize,
     alg: &str,
 ) -> Option<f64> {
-    let best = (0..3)
+    best_ns(&rte_acl_runs(dpdk, rules, trace, n, alg))
+}
+
+/// Three runs of dpdk-test-acl with `alg` on the rule and trace files (none
+/// without DPDK).
+fn rte_acl_runs(
+    dpdk: Option<&DpdkEnv>,
+    rules: &Path,
+    trace: &Path,
+    n: usize,
+    alg: &str,
+) -> Vec<Dpdk> {
+    (0..3)
         .filter_map(|_| dpdk.map(|d| d.run(rules, trace, n, alg, 20)))
+        .collect()
+}
+
+/// The best ns per packet of `runs`, if any measured.
+fn best_ns(runs: &[Dpdk]) -> Option<f64> {
+    let best = runs
+        .iter()
         .filter_map(|r| r.pkt_per_sec)
         .fold(0.0f64, f64::max);
     (best > 0.0).then(|| 1e9 / best)
@@ -463,6 +483,11 @@ fn mb(b: u64) -> String {
 }
 
 fn main() {
+    // Rule files by path: no corpus needed.
+    if let Ok(paths) = std::env::var("BENCH_ACL_SETS") {
+        println!("{}", large_rows(&file_sets(&paths)).trim());
+        return;
+    }
     let data = match std::env::args().nth(1) {
         Some(d) => PathBuf::from(d),
         None => fwd::corpus::dir("classbench").unwrap_or_else(|e| {
@@ -508,7 +533,7 @@ fn main() {
         return;
     }
     if std::env::var_os("BENCH_ACL_LARGE").is_some() {
-        println!("{}", large_rows(&data).trim());
+        println!("{}", large_rows(&synth_sets(&data)).trim());
         return;
     }
     if std::env::var_os("BENCH_ACL_V6").is_some() {
@@ -1093,16 +1118,49 @@ fn synth_set(sets: &[&[Rule]], n: usize) -> Vec<Rule> {
     all
 }
 
-/// BENCH_ACL_LARGE=1: lookups on the 50k and 100k sets of [`synth_set`]
-/// beside dpdk-test-acl's best method on this CPU, on the same rules and
-/// the same 100,000 headers (each a random point of a random rule),
-/// alternating for 3 rounds: median (min-max) ns/packet. Ours is the best
-/// of 40 passes, DPDK's the mean of 20 passes, best of 3 runs per round.
-fn large_rows(data: &Path) -> String {
+/// BENCH_ACL_LARGE=1: the 50k and 100k sets of [`synth_set`], made from
+/// the corpus's three 10k sets.
+fn synth_sets(data: &Path) -> Vec<(String, Vec<Rule>)> {
     let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
     let acl1 = parse_rules(&read("lyxocs/acl1_10k")).expect("acl1");
     let acl2 = parse_rules(&read("lyxocs/acl2_10k")).expect("acl2");
     let hs = parse_rules(&read("hypersplit/acl1_10K")).expect("hs");
+    [("50k", 50_000), ("100k", 100_000)]
+        .into_iter()
+        .map(|(name, n)| (name.to_string(), synth_set(&[&acl1, &acl2, &hs], n)))
+        .collect()
+}
+
+/// BENCH_ACL_SETS="FILE..." (separated by spaces): ClassBench rule files
+/// given by path (large sets that are not in the corpus), each named by its
+/// file name; ids and priorities are the lines' order.
+fn file_sets(paths: &str) -> Vec<(String, Vec<Rule>)> {
+    paths
+        .split_whitespace()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_else(|e| {
+                eprintln!("bench_acl: {p}: {e}");
+                std::process::exit(2)
+            });
+            let rules = parse_rules(&text).unwrap_or_else(|e| {
+                eprintln!("bench_acl: {p}: {e}");
+                std::process::exit(2)
+            });
+            let name = Path::new(p)
+                .file_name()
+                .map_or_else(|| p.to_string(), |n| n.to_string_lossy().into_owned());
+            (name, rules)
+        })
+        .collect()
+}
+
+/// Lookups, build time and memory of each set beside dpdk-test-acl's best
+/// method on this CPU, on the same rules and the same 100,000 headers (each
+/// a random point of a random rule), alternating for 3 rounds: median
+/// (min-max) ns/packet. Ours is the best of 40 passes, DPDK's the mean of
+/// 20 passes, best of 3 runs per round; the build times and memory are the
+/// first round's.
+fn large_rows(sets: &[(String, Vec<Rule>)]) -> String {
     let tmp = std::env::temp_dir().join(format!("bench_acl.{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
     let dpdk = DpdkEnv::new(&tmp);
@@ -1115,24 +1173,26 @@ fn large_rows(data: &Path) -> String {
         }
     };
     let mut md = format!(
-        "| set | rules | headers | ours: trees / nodes / memory | ours per lookup | ours ns/pkt | dpdk {alg} ns/pkt | ours / dpdk (medians) | check |\n|---|---|---|---|---|---|---|---|---|\n"
+        "| set | rules | headers | ours: trees / nodes / memory / build | dpdk {alg}: memory / build | ours per lookup | ours ns/pkt | dpdk {alg} ns/pkt | ours / dpdk (medians) | check |\n|---|---|---|---|---|---|---|---|---|---|\n"
     );
-    for (name, n) in [("50k", 50_000), ("100k", 100_000)] {
-        let rules = synth_set(&[&acl1, &acl2, &hs], n);
-        let keys = keys_inside(&rules, &mut Rng(0x5EED_1A26), 100_000);
+    for (name, rules) in sets {
+        let keys = keys_inside(rules, &mut Rng(0x5EED_1A26), 100_000);
         let rp = tmp.join(format!("rules_{name}"));
         let tp = tmp.join(format!("trace_{name}"));
         write_lines(&rp, rules.iter().map(rule_line));
         write_lines(&tp, keys.iter().map(trace_line));
-        let (_w, tree, _) = build(&rules, Config::default());
-        let bad = mismatches(&tree, &rules, &keys, 20);
+        let (_w, tree, built) = build(rules, Config::default());
+        let bad = mismatches(&tree, rules, &keys, 20);
         let (t, nd, ck) = mean_cost(&tree, &keys);
         let cost = format!("{t:.2} trees, {nd:.1} nodes, {ck:.1} leaf checks");
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let mut first: Option<Dpdk> = None;
         for _ in 0..3 {
             ours.push(lookup_ns(&tree, &keys));
-            if let Some(t) = rte_acl_ns(dpdk.as_ref(), &rp, &tp, keys.len(), alg) {
-                theirs.push(t);
+            let runs = rte_acl_runs(dpdk.as_ref(), &rp, &tp, keys.len(), alg);
+            theirs.extend(best_ns(&runs));
+            if first.is_none() {
+                first = runs.into_iter().next();
             }
         }
         let ratio = if theirs.is_empty() {
@@ -1143,14 +1203,28 @@ fn large_rows(data: &Path) -> String {
             b.sort_by(f64::total_cmp);
             format!("{:.2}x", a[a.len() / 2] / b[b.len() / 2])
         };
+        let theirs_build = first.map_or_else(
+            || "n/a".to_string(),
+            |d| {
+                format!(
+                    "{} / {}",
+                    d.mem_bytes.map_or_else(|| "?".to_string(), mb),
+                    d.build_ns.map_or_else(
+                        || "?".to_string(),
+                        |ns| format!("{:.0} ms", ns as f64 / 1e6)
+                    )
+                )
+            },
+        );
         let st = tree.stats();
         md += &format!(
-            "| {name} | {} | {} | {} / {} / {} | {cost} | {} | {} | {ratio} | {bad} mismatches vs linear (1/20 sample) |\n",
+            "| {name} | {} | {} | {} / {} / {} / {:.0} ms | {theirs_build} | {cost} | {} | {} | {ratio} | {bad} mismatches vs linear (1/20 sample) |\n",
             rules.len(),
             keys.len(),
             st.trees,
             st.tree_nodes,
             mb(st.mem_bytes as u64),
+            built.as_secs_f64() * 1e3,
             stat(&mut ours),
             stat(&mut theirs),
         );
