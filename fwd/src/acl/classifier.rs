@@ -24,6 +24,13 @@ use super::{RuleEntry, Slot};
 /// a wild source but a specific destination to a second, and rules wild in
 /// both to a third. A lookup probes the trees in order of their best rule
 /// and skips a tree once the match so far beats everything in it.
+///
+/// A group whose tree would exceed its budget ([`TreeParams::max_replication`])
+/// is split further by the fields its rules leave wide ([`wide_part`]), each part
+/// its own tree, as EffiCuts separates "small" from "large" rules; a part
+/// that no field separates and that still exceeds the budget becomes one
+/// tree without splits, its leaves scanned whole: slow lookups, but the
+/// memory stays linear in the rules.
 #[derive(Debug)]
 pub(crate) struct Base {
     entries: Vec<Arc<RuleEntry>>,
@@ -34,8 +41,8 @@ pub(crate) struct Base {
     v6: Vec<Tree<D6, Leaf6>>,
 }
 
-/// Trees per family: one per [`group`] (so [`order::order_trees`] tries
-/// six orders at most).
+/// Groups per family ([`group`]): one tree each, unless one is split
+/// ([`trees_of`]).
 const GROUPS: usize = 3;
 
 /// Group of a rule: 0 specific source, 1 wild source / specific
@@ -47,6 +54,75 @@ fn group(c: &Compiled, shared: Shared) -> usize {
         (false, _) => 0,
         (true, false) => 1,
         (true, true) => 2,
+    }
+}
+
+/// The steps of [`wide_part`].
+const WIDE_STEPS: usize = 3;
+
+/// Which part of a group's split rule `c` goes to at step `step`: the
+/// fields it leaves wide, by which [`trees_of`] splits a group whose tree
+/// is over its budget, one field after the other. Step 0 the ports (a range
+/// of 1,024 or more), step 1 the addresses (fixing fewer than 8 bits past
+/// the family's shared ones, half of [`SPECIFIC_BITS`]): up to four parts
+/// each (a bit a field); step 2 the protocol (not exact): two.
+fn wide_part(step: usize, c: &Compiled, shared: Shared) -> usize {
+    let wide_port = |p: super::rule::PortRange| p.hi - p.lo >= 1024;
+    let wide_addr = |len: u8, min: u8| len + SPECIFIC_BITS / 2 < min;
+    match step {
+        0 => usize::from(wide_port(c.sport)) | usize::from(wide_port(c.dport)) << 1,
+        1 => {
+            usize::from(wide_addr(c.slen, shared.src_min))
+                | usize::from(wide_addr(c.dlen, shared.dst_min)) << 1
+        }
+        _ => usize::from(c.proto.mask != 0xFF),
+    }
+}
+
+/// Appends to `out` the trees of the rules `idx` (base indexes into
+/// `entries`, in precedence order): one tree if it stays within its budget,
+/// else the trees of the parts of the first [`wide_part`] step from `step`
+/// on that separates them, else one tree without splits (see [`Base`]).
+fn trees_of<const D: usize, L: Leaf<D>>(
+    entries: &[Arc<RuleEntry>],
+    idx: Vec<u32>,
+    boxed: fn(&super::rule::RuleMatch, u32) -> BoxRule<D>,
+    shared: Shared,
+    params: TreeParams,
+    step: usize,
+    out: &mut Vec<Tree<D, L>>,
+) {
+    let boxes = |idx: &[u32]| -> Vec<BoxRule<D>> {
+        idx.iter()
+            .map(|&i| boxed(&entries[i as usize].rule.matches, i))
+            .collect()
+    };
+    if let Ok(t) = Tree::build(boxes(&idx), params) {
+        out.push(t);
+        return;
+    }
+    for step in step..WIDE_STEPS {
+        let mut parts: [Vec<u32>; 4] = Default::default();
+        for &i in &idx {
+            parts[wide_part(step, &entries[i as usize].compiled, shared)].push(i);
+        }
+        if parts.iter().filter(|p| !p.is_empty()).count() > 1 {
+            for p in parts.into_iter().filter(|p| !p.is_empty()) {
+                trees_of(entries, p, boxed, shared, params, step + 1, out);
+            }
+            return;
+        }
+    }
+    // Nothing separates these rules: leaves as large as they come (every
+    // rule once, or once per first-level slice), without a budget.
+    let flat = TreeParams {
+        leaf_max: usize::MAX,
+        max_replication: usize::MAX,
+        ..params
+    };
+    match Tree::build(boxes(&idx), flat) {
+        Ok(t) => out.push(t),
+        Err(_) => unreachable!("a build without a budget cannot exceed it"),
     }
 }
 
@@ -101,30 +177,26 @@ impl Shared {
 impl Base {
     fn build(mut entries: Vec<Arc<RuleEntry>>, params: TreeParams) -> Base {
         entries.sort_unstable_by_key(|e| e.order);
-        let mut r4: [Vec<BoxRule<D4>>; GROUPS] = Default::default();
-        let mut r6: [Vec<BoxRule<D6>>; GROUPS] = Default::default();
+        let mut r4: [Vec<u32>; GROUPS] = Default::default();
+        let mut r6: [Vec<u32>; GROUPS] = Default::default();
         let shared4 = Shared::of(Family::V4, entries.iter().map(|e| &e.compiled));
         let shared6 = Shared::of(Family::V6, entries.iter().map(|e| &e.compiled));
         for (i, e) in entries.iter().enumerate() {
-            let m = &e.rule.matches;
             let fam = e.compiled.fam;
             if fam != Family::V6 {
-                r4[group(&e.compiled, shared4)].push(BoxRule::v4(m, i as u32));
+                r4[group(&e.compiled, shared4)].push(i as u32);
             }
             if fam != Family::V4 {
-                r6[group(&e.compiled, shared6)].push(BoxRule::v6(m, i as u32));
+                r6[group(&e.compiled, shared6)].push(i as u32);
             }
         }
-        let mut v4: Vec<Tree<D4, Leaf4>> = r4
-            .into_iter()
-            .filter(|g| !g.is_empty())
-            .map(|g| Tree::build(g, params))
-            .collect();
-        let mut v6: Vec<Tree<D6, Leaf6>> = r6
-            .into_iter()
-            .filter(|g| !g.is_empty())
-            .map(|g| Tree::build(g, params))
-            .collect();
+        let (mut v4, mut v6) = (Vec::new(), Vec::new());
+        for g in r4.into_iter().filter(|g| !g.is_empty()) {
+            trees_of(&entries, g, BoxRule::v4, shared4, params, 0, &mut v4);
+        }
+        for g in r6.into_iter().filter(|g| !g.is_empty()) {
+            trees_of(&entries, g, BoxRule::v6, shared6, params, 0, &mut v6);
+        }
         let sample = |fam: Family| -> Vec<&Arc<RuleEntry>> {
             let of: Vec<_> = entries
                 .iter()

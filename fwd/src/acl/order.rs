@@ -12,10 +12,11 @@
 //! spares them, where the precedence order of the trees' first rules left
 //! 1.8 trees a lookup (`bench-results/acl_large.md`).
 //!
-//! The build tries every order (three trees at most: six) on sample points,
-//! one inside each of up to [`SAMPLE`] rules taken evenly over the family,
-//! and keeps the one that descends the fewest trees; ties keep the order of
-//! the trees' first rules. Traffic that mostly matches rules is what the
+//! The build tries every order (three trees, one a group: six) on sample
+//! points, one inside each of up to [`SAMPLE`] rules taken evenly over the
+//! family, and keeps the one that descends the fewest trees; ties keep the
+//! order of the trees' first rules. A family whose groups were split into
+//! more than [`MAX_PERMUTED`] trees keeps the order of their first rules. Traffic that mostly matches rules is what the
 //! sample stands for; for traffic that matches nothing, or only the
 //! catch-all, the order matters less (every tree whose slice holds any
 //! rule is searched in every order).
@@ -25,6 +26,9 @@ use super::tree::Tree;
 
 /// Sample points per family.
 const SAMPLE: usize = 1024;
+
+/// The most trees whose orders are all tried (120 orders).
+const MAX_PERMUTED: usize = 5;
 
 /// A point inside box `b` (flipped, as lookups take it) and its exact-field
 /// word, drawn with `seed`. `at` is the box's first dimension after the
@@ -103,6 +107,9 @@ pub(crate) fn order_trees<const D: usize, L: Leaf<D>>(
     sample: &[([i32; D], u64)],
 ) {
     trees.sort_by_key(|t| t.first_idx());
+    if trees.len() > MAX_PERMUTED {
+        return;
+    }
     let mut order: Vec<usize> = (0..trees.len()).collect();
     let cost = |o: &[usize]| -> usize {
         sample

@@ -222,6 +222,7 @@ pub(super) fn small_cfg() -> Config {
             fanout: 4,
             root_min_rules: 8,
             root_min_slices: 1,
+            ..TreeParams::default()
         },
         overlay_soft_limit: 4,
         overlay_hard_limit: 12,
@@ -309,12 +310,18 @@ proptest! {
         fanout in 2usize..=16,
         leaf_max in 1usize..10,
         root in any::<bool>(),
+        budget in prop::option::of(0usize..4),
     ) {
+        // A small budget: groups split by their wide fields, and parts
+        // without one built flat (see `Base`).
+        let (max_replication, replication_slack) = budget.map_or((128, 1 << 16), |r| (r, 0));
         let tree_params = TreeParams {
             leaf_max,
             fanout,
             root_min_rules: if root { 1 } else { usize::MAX },
             root_min_slices: 1,
+            max_replication,
+            replication_slack,
         };
         let rules: BTreeMap<RuleId, Rule> =
             bodies.into_iter().enumerate().map(|(i, b)| (i as u32 * 7, mk_rule(i as u32 * 7, b))).collect();
@@ -718,6 +725,125 @@ fn build(rules: &[Rule], cfg: Config) -> Arc<Classifier> {
     let mut w = ClassifierWriter::new(cfg);
     let batch: Vec<Update> = rules.iter().cloned().map(Update::Insert).collect();
     w.apply(&batch).unwrap().version
+}
+
+/// `n` UDP rules with wild addresses, alternately exact on the source port
+/// and wild on the destination port, and the other way round: no split of
+/// a tree separates the two halves, so one tree over them replicates
+/// quadratically (8,000 such rules built 944 MB before the budget).
+fn crossed_port_rules(n: usize) -> Vec<Rule> {
+    let mut x = 0x9E37_79B9u32;
+    let mut text = String::new();
+    for i in 0..n {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let p = x & 0xFFFF;
+        let (sp, dp) = if i % 2 == 0 {
+            (format!("{p} : {p}"), "0 : 65535".to_string())
+        } else {
+            ("0 : 65535".to_string(), format!("{p} : {p}"))
+        };
+        text += &format!("@0.0.0.0/0\t0.0.0.0/0\t{sp}\t{dp}\t0x11/0xFF\t0x0000/0x0000\t\n");
+    }
+    parse_rules(&text).unwrap()
+}
+
+/// Keys inside every third rule (the other port and the addresses random)
+/// and as many with every field random: what [`crossed_port_rules`] tests
+/// against the linear reference.
+fn crossed_port_keys(rules: &[Rule]) -> Vec<Key> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut keys = Vec::new();
+    for r in rules.iter().step_by(3) {
+        let m = &r.matches;
+        let mut k = Key {
+            src: u128::from(next() as u32),
+            dst: u128::from(next() as u32),
+            sport: next() as u16,
+            dport: next() as u16,
+            proto: 17,
+            ..Key::default()
+        };
+        if m.sport.lo == m.sport.hi {
+            k.sport = m.sport.lo;
+        } else {
+            k.dport = m.dport.lo;
+        }
+        keys.push(k);
+        keys.push(Key {
+            src: u128::from(next() as u32),
+            dst: u128::from(next() as u32),
+            sport: next() as u16,
+            dport: next() as u16,
+            proto: [6, 17][next() as usize % 2],
+            ..Key::default()
+        });
+    }
+    keys
+}
+
+#[test]
+fn crossed_port_rules_are_split_within_the_budget() {
+    let rules = crossed_port_rules(3000);
+    let p = TreeParams::default();
+    // One tree over them goes past its budget ...
+    let boxes = (rules.iter().enumerate())
+        .map(|(i, r)| compiled::BoxRule::v4(&r.matches, i as u32))
+        .collect();
+    assert!(tree::Tree::<{ compiled::D4 }, compiled::Leaf4>::build(boxes, p).is_err());
+    // ... so the build makes one tree per half, each within it.
+    let c = build(&rules, Config::default());
+    let trees = c.tree_stats();
+    assert_eq!(trees.len(), 2, "{trees:?}");
+    for t in &trees {
+        assert_eq!(t.rules, 1500, "{t:?}");
+        assert!(t.nodes + t.leaf_rules <= p.max_replication * t.rules + p.replication_slack);
+    }
+    let keys = crossed_port_keys(&rules);
+    let lin = Linear::new(&rules);
+    let want: Vec<Option<RuleId>> = keys
+        .iter()
+        .map(|k| lin.classify(k).map(|i| i as u32))
+        .collect();
+    assert_eq!(ids(&c, &keys), want);
+    assert!(want.iter().flatten().count() >= keys.len() / 2);
+}
+
+#[test]
+fn rules_that_nothing_separates_go_past_the_budget_in_one_flat_tree() {
+    let rules = crossed_port_rules(600);
+    // A budget no split tree fits (one entry a rule, nothing for nodes).
+    let cfg = Config {
+        tree: TreeParams {
+            max_replication: 1,
+            replication_slack: 0,
+            ..TreeParams::default()
+        },
+        sync_rebuild_batch: 0,
+        ..Config::default()
+    };
+    let c = build(&rules, cfg);
+    // The ports split the rules in two; then every part has the same wide
+    // fields: each half is one leaf of all its rules.
+    let trees = c.tree_stats();
+    assert_eq!(trees.len(), 2, "{trees:?}");
+    for t in &trees {
+        assert_eq!((t.rules, t.leaves, t.leaf_rules), (300, 1, 300), "{t:?}");
+    }
+    let keys = crossed_port_keys(&rules);
+    let lin = Linear::new(&rules);
+    let want: Vec<Option<RuleId>> = keys
+        .iter()
+        .map(|k| lin.classify(k).map(|i| i as u32))
+        .collect();
+    assert_eq!(ids(&c, &keys), want);
 }
 
 fn tm_only() -> Config {

@@ -86,6 +86,18 @@ pub struct TreeParams {
     pub root_min_rules: usize,
     /// ... and they fall into at least this many distinct 16-bit slices.
     pub root_min_slices: usize,
+    /// The build gives up ([`TooLarge`]) once the tree holds more than
+    /// `max_replication` x its rules + `replication_slack` nodes and leaf
+    /// entries together (a rule in several leaves counts once in each).
+    /// Rules that overlap in ways no split separates (half the rules exact
+    /// on the source port and wild on the destination port, half the other
+    /// way round) otherwise replicate quadratically: 4,000 such rules built
+    /// a 236 MB tree, 8,000 a 944 MB one. The caller splits such a group
+    /// ([`super::classifier`]). The real sets stay well below: at most 87
+    /// (ClassBench fw1_100k's both-wild group, 6,434 rules).
+    pub max_replication: usize,
+    /// See [`TreeParams::max_replication`].
+    pub replication_slack: usize,
 }
 
 impl Default for TreeParams {
@@ -95,9 +107,15 @@ impl Default for TreeParams {
             fanout: 16,
             root_min_rules: 256,
             root_min_slices: 16,
+            max_replication: 128,
+            replication_slack: 1 << 16,
         }
     }
 }
+
+/// A build that went past its budget ([`TreeParams::max_replication`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooLarge;
 
 /// Size of one tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +157,9 @@ pub(crate) struct Tree<const D: usize, L: Leaf<D>> {
     /// Smallest base index in each node's subtree (`u32::MAX`: none, or
     /// a node no descent reaches): the lower bound of [`Tree::entry`].
     node_min: Vec<u32>,
+    /// Nodes and leaf entries the build may make (see
+    /// [`TreeParams::max_replication`]).
+    budget: usize,
 }
 
 /// Result of choosing a split for one dimension.
@@ -150,8 +171,13 @@ struct Split {
 }
 
 impl<const D: usize, L: Leaf<D>> Tree<D, L> {
-    /// Build over `rules`, which must be sorted by precedence.
-    pub fn build(rules: Vec<BoxRule<D>>, params: TreeParams) -> Self {
+    /// Build over `rules`, which must be sorted by precedence, within the
+    /// budget of [`TreeParams::max_replication`].
+    pub fn build(rules: Vec<BoxRule<D>>, params: TreeParams) -> Result<Self, TooLarge> {
+        let budget = params
+            .max_replication
+            .saturating_mul(rules.len())
+            .saturating_add(params.replication_slack);
         let mut t = Tree {
             nodes: Vec::with_capacity(rules.len() / 2 + 1),
             rules,
@@ -164,6 +190,7 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
             root: Vec::new(),
             root_dim: 0,
             node_min: Vec::new(),
+            budget,
         };
         let region = ([0u32; D], [u32::MAX; D]);
         t.nodes.push(Node([0; 16]));
@@ -198,6 +225,9 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
                 let all: Vec<u32> = (0..t.rules.len() as u32).collect();
                 t.build_node(0, all, region, 0, params, &mut scratch);
             }
+        }
+        if t.over_budget() {
+            return Err(TooLarge);
         }
         if t.root.is_empty() {
             t.pack(0);
@@ -238,7 +268,12 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         t.first = t.rules.first().map_or(u32::MAX, |r| r.idx);
         t.rules = Vec::new();
         t.ext = Vec::new();
-        t
+        Ok(t)
+    }
+
+    /// Whether the nodes and leaf entries so far exceed the build's budget.
+    fn over_budget(&self) -> bool {
+        self.nodes.len() + self.ext.len() > self.budget
     }
 
     /// Sets `node_min` for `n`'s subtree and returns `n`'s: a leaf's first
@@ -367,6 +402,11 @@ impl<const D: usize, L: Leaf<D>> Tree<D, L> {
         scratch: &mut Scratch,
     ) {
         self.depth = self.depth.max(depth + 1);
+        if self.over_budget() {
+            // The build has failed: finish the walk at no cost.
+            self.set_leaf(at, &[]);
+            return;
+        }
         // Candidates up to (and including) the first covering rule are the
         // ones that decide a lookup while nothing is dead.
         let effective = rules
