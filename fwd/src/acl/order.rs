@@ -16,10 +16,10 @@
 //! points, one inside each of up to [`SAMPLE`] rules taken evenly over the
 //! family, and keeps the one that descends the fewest trees; ties keep the
 //! order of the trees' first rules. A family whose groups were split into
-//! more than [`MAX_PERMUTED`] trees keeps the order of their first rules. Traffic that mostly matches rules is what the
-//! sample stands for; for traffic that matches nothing, or only the
-//! catch-all, the order matters less (every tree whose slice holds any
-//! rule is searched in every order).
+//! more than [`MAX_PERMUTED`] trees keeps the order of their first rules.
+//! Traffic that mostly matches rules is what the sample stands for; for
+//! traffic that matches nothing, or only the catch-all, the order matters
+//! less (every tree whose slice holds any rule is searched in every order).
 
 use super::compiled::{exact_word_of, BoxRule, Leaf};
 use super::tree::Tree;
