@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# What tables cost in the daemon's memory: each workload is one `fwdctl -b`
+# into a fresh daemon (two net_null ports, no traffic), and the daemon's
+# resident set is read before and after (and its peak). Workloads, N each
+# (default 100,000; seeded, the same on every run):
+#   - IPv4 /32 host routes at random addresses (blackhole);
+#   - IPv6 /64 routes at random prefixes inside 2000::/3;
+#   - IPv6 /128 host routes at random addresses inside 2000::/3;
+#   - N/2 UDP rules exact on a random source port, N/2 exact on a random
+#     destination port, addresses wild (the set crossed on the ports that
+#     the classifier's build budget is for).
+# The full views' cost is in route.md (the routing tables' own accounting).
+# Results go to bench-results/memory.md.
+#
+#   deploy/bench/memory.sh [N]
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+need_root
+N="${1:-100000}"
+OUT="$ROOT/bench-results/memory.md"
+
+setup_host
+build_release
+WORK="$(mktemp -d /tmp/fwd-membench.XXXXXX)"
+cleanup() {
+    pkill -f "$WORK/fwd.yaml" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Distinct random addresses: awk's seeded rand(), duplicates skipped.
+awk -v n="$N" 'BEGIN { srand(1); while (k < n) {
+    a = 1 + int(rand() * 223); if (a == 127) continue
+    p = sprintf("%d.%d.%d.%d", a, int(rand() * 256), int(rand() * 256), int(rand() * 256))
+    if (p in seen) continue; seen[p] = 1; k++
+    print "route add " p "/32 blackhole" } }' > "$WORK/v4_32.batch"
+awk -v n="$N" -v groups=4 -v len=64 -f /dev/stdin > "$WORK/v6_64.batch" <<'AWK'
+BEGIN { srand(2); while (k < n) {
+    p = sprintf("%x", 8192 + int(rand() * 8192))
+    for (i = 1; i < groups; i++) p = p sprintf(":%x", int(rand() * 65536))
+    if (groups < 8) p = p "::"
+    if (p in seen) continue; seen[p] = 1; k++
+    print "route add " p "/" len " blackhole" } }
+AWK
+awk -v n="$N" -v groups=8 -v len=128 -f /dev/stdin > "$WORK/v6_128.batch" <<'AWK'
+BEGIN { srand(3); while (k < n) {
+    p = sprintf("%x", 8192 + int(rand() * 8192))
+    for (i = 1; i < groups; i++) p = p sprintf(":%x", int(rand() * 65536))
+    if (groups < 8) p = p "::"
+    if (p in seen) continue; seen[p] = 1; k++
+    print "route add " p "/" len " blackhole" } }
+AWK
+awk -v n="$N" 'BEGIN { srand(4); for (i = 0; i < n; i++)
+    printf "rule add prio %d proto udp %s %d action drop\n", 1000 + i,
+           (i % 2 ? "dport" : "sport"), 1 + int(rand() * 65535) }' > "$WORK/crossed.batch"
+
+rss_kb() { awk -v k="$2" '$1 == k ":" { print $2 }' "/proc/$1/status"; }
+
+rows=""
+for w in v4_32 v6_64 v6_128 crossed; do
+    write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "fwdmem$$"
+    "$REL/fwd" "$WORK/fwd.yaml" > "$WORK/log" 2>&1 &
+    pid=$!
+    wait_forwarding "$WORK/log"
+    before=$(rss_kb "$pid" VmRSS)
+    t0=$(date +%s.%N)
+    "$REL/fwdctl" -s "$WORK/fwd.sock" -b "$WORK/$w.batch" > /dev/null
+    t1=$(date +%s.%N)
+    after=$(rss_kb "$pid" VmRSS)
+    peak=$(rss_kb "$pid" VmHWM)
+    kill -INT "$pid"
+    wait "$pid" || true
+    row=$(awk -v w="$w" -v n="$N" -v b="$before" -v a="$after" -v p="$peak" -v t0="$t0" -v t1="$t1" \
+        'BEGIN { printf "| %s | %d | %.1f s | %.0f MB | %.0f MB | %.0f MB | %.0f B |", w, n, t1 - t0, b / 1024, a / 1024, p / 1024, (a - b) * 1024 / n }')
+    echo "$row"
+    rows="$rows$row"$'\n'
+done
+
+{
+    echo
+    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo +dirty)"
+    echo
+    echo "- command: \`deploy/bench/memory.sh $N\`"
+    echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
+    echo
+    echo "| workload | items | fwdctl -b | RSS before | after | peak | RSS an item |"
+    echo "|---|---|---|---|---|---|---|"
+    printf "%s" "$rows"
+} >> "$OUT"
+echo "memory: appended to $OUT"
