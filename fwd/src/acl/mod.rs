@@ -77,11 +77,12 @@
 //!   meanwhile are carried over into the new version's overlay/dead set by
 //!   pointer identity, so a rebuild never blocks lookups or updates. Large
 //!   batches (`sync_rebuild_batch`) rebuild the base directly.
-//! * The base is, per address family, up to three trees over disjoint
-//!   groups of rules: specific source (a prefix fixing >= 16 bits past
-//!   what every source prefix of the family shares: /16 for a typical
-//!   IPv4 set, /48 for an IPv6 set inside one /32), wild source but
-//!   specific destination, both wild. Without this split a wild
+//! * The base is, per address family, three trees over disjoint groups
+//!   of rules (`groups.rs`; more where a group is split, below): specific
+//!   source (a prefix fixing >= 16 bits past what every source prefix of
+//!   the family shares: /16 for a typical IPv4 set, /48 for an IPv6 set
+//!   inside one /32), wild source but specific destination, both wild.
+//!   Without this split a wild
 //!   rule is copied into every child of every address split (acl2_10k: 17M
 //!   nodes / 1.7 GB; with it: 5.4k nodes / 4 MB). Trees are searched in
 //!   order of their best rule and skipped once the match so far beats them.
@@ -149,6 +150,7 @@ mod classifier;
 mod compiled;
 mod counters;
 mod flow_cache;
+mod groups;
 mod order;
 mod overlay;
 mod reference;
