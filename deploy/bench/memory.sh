@@ -76,9 +76,11 @@ for w in v4_32 v6_64 v6_128 crossed; do
     rows="$rows$row"$'\n'
 done
 
+# Before the results file is opened: the append would make the tree dirty.
+rev="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo +dirty)"
 {
     echo
-    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo +dirty)"
+    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $rev"
     echo
     echo "- command: \`deploy/bench/memory.sh $N\`"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
