@@ -6,7 +6,8 @@
 //! `DATA_DIR` defaults to `$FWD_DATA/classbench` (see `fwd::corpus`). Tuning aids:
 //! `BENCH_ACL_SWEEP=1` (tree parameters), `BENCH_ACL_LARGE=1` (50k and 100k
 //! sets beside dpdk-test-acl), `BENCH_ACL_SETS="FILE..."` (the same for
-//! ClassBench rule files given by path), `BENCH_ACL_OVERLAY=1` (cost of a
+//! ClassBench rule files given by path; with `BENCH_ACL_V6=1`, those sets
+//! written as IPv6 against IPv4), `BENCH_ACL_OVERLAY=1` (cost of a
 //! 64-rule overlay). DPDK is run as
 //! `dpdk-test-acl -l 1 --no-pci --no-huge -m 1024 --no-shconf --no-telemetry`
 //! if it is on PATH; its build time comes from the LD_PRELOAD shim
@@ -485,7 +486,18 @@ fn mb(b: u64) -> String {
 fn main() {
     // Rule files by path: no corpus needed.
     if let Ok(paths) = std::env::var("BENCH_ACL_SETS") {
-        println!("{}", large_rows(&file_sets(&paths)).trim());
+        let sets = file_sets(&paths);
+        if std::env::var_os("BENCH_ACL_V6").is_some() {
+            let with_keys: Vec<_> = (sets.into_iter())
+                .map(|(name, rules)| {
+                    let keys = keys_inside(&rules, &mut Rng(0x5EED_1A26), 100_000);
+                    (name, rules, keys)
+                })
+                .collect();
+            println!("{}", v6_rows(&with_keys).trim());
+        } else {
+            println!("{}", large_rows(&sets).trim());
+        }
         return;
     }
     let data = match std::env::args().nth(1) {
@@ -537,7 +549,7 @@ fn main() {
         return;
     }
     if std::env::var_os("BENCH_ACL_V6").is_some() {
-        println!("{}", v6_rows(&data).trim());
+        println!("{}", v6_rows(&corpus_v6_sets(&data)).trim());
         return;
     }
     let tmp = std::env::temp_dir().join(format!("bench_acl.{}", std::process::id()));
@@ -1024,31 +1036,14 @@ fn as_v6_key(k: &Key, rng: &mut Rng) -> Key {
     }
 }
 
-/// BENCH_ACL_V6=1: build time, memory and lookups of each 10k set and of
-/// the same set written as IPv6 (see `as_v6_prefix`), in one run; the
-/// IPv6 answers are checked against the IPv4 ones.
-fn v6_rows(data: &Path) -> String {
-    let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
-    let (acl1, acl2, acl1_keys) = lyxocs_10k(data);
-    let acl2_keys: Vec<Key> = parse_trace(&read("lyxocs/acl2_10k_trace"))
-        .expect("trace")
-        .iter()
-        .map(|t| t.key)
-        .collect();
-    let hs = parse_rules(&read("hypersplit/acl1_10K")).expect("hs");
-    let hs_keys: Vec<Key> = parse_trace(&read("hypersplit/acl1_10K_trace"))
-        .expect("trace")
-        .iter()
-        .map(|t| t.key)
-        .collect();
+/// BENCH_ACL_V6=1: build time, memory and lookups of each set (with its
+/// keys) and of the same set written as IPv6 (see `as_v6_prefix`), in one
+/// run; the IPv6 answers are checked against the IPv4 ones.
+fn v6_rows(sets: &[(String, Vec<Rule>, Vec<Key>)]) -> String {
     let mut md = String::from(
         "| set | v4 build ms | v6 build ms | v4 MB | v6 MB | v4 ns | v6 ns | v6/v4 build, mem, ns |\n|---|---|---|---|---|---|---|---|---|\n",
     );
-    for (name, rules, keys) in [
-        ("lyxocs acl1_10k", &acl1, &acl1_keys),
-        ("lyxocs acl2_10k", &acl2, &acl2_keys),
-        ("hypersplit acl1_10K", &hs, &hs_keys),
-    ] {
+    for (name, rules, keys) in sets {
         let mut rng = Rng(0x0006_0006);
         let rules6: Vec<Rule> = rules.iter().map(as_v6_rule).collect();
         let keys6: Vec<Key> = keys.iter().map(|k| as_v6_key(k, &mut rng)).collect();
@@ -1081,6 +1076,34 @@ fn v6_rows(data: &Path) -> String {
         );
     }
     md
+}
+
+/// BENCH_ACL_V6=1: the corpus's three 10k sets with their traces (acl1's
+/// keys inside its rules: it ships without one).
+fn corpus_v6_sets(data: &Path) -> Vec<(String, Vec<Rule>, Vec<Key>)> {
+    let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
+    let trace = |p: &str| -> Vec<Key> {
+        parse_trace(&read(p))
+            .expect("trace")
+            .iter()
+            .map(|t| t.key)
+            .collect()
+    };
+    let (acl1, acl2, acl1_keys) = lyxocs_10k(data);
+    let hs = parse_rules(&read("hypersplit/acl1_10K")).expect("hs");
+    vec![
+        ("lyxocs acl1_10k".to_string(), acl1, acl1_keys),
+        (
+            "lyxocs acl2_10k".to_string(),
+            acl2,
+            trace("lyxocs/acl2_10k_trace"),
+        ),
+        (
+            "hypersplit acl1_10K".to_string(),
+            hs,
+            trace("hypersplit/acl1_10K_trace"),
+        ),
+    ]
 }
 
 /// A large set from the corpus: the given sets concatenated (the three 10k
