@@ -34,22 +34,18 @@ awk -v n="$N" 'BEGIN { srand(1); while (k < n) {
     p = sprintf("%d.%d.%d.%d", a, int(rand() * 256), int(rand() * 256), int(rand() * 256))
     if (p in seen) continue; seen[p] = 1; k++
     print "route add " p "/32 blackhole" } }' > "$WORK/v4_32.batch"
-awk -v n="$N" -v groups=4 -v len=64 -f /dev/stdin > "$WORK/v6_64.batch" <<'AWK'
-BEGIN { srand(2); while (k < n) {
-    p = sprintf("%x", 8192 + int(rand() * 8192))
-    for (i = 1; i < groups; i++) p = p sprintf(":%x", int(rand() * 65536))
-    if (groups < 8) p = p "::"
-    if (p in seen) continue; seen[p] = 1; k++
-    print "route add " p "/" len " blackhole" } }
-AWK
-awk -v n="$N" -v groups=8 -v len=128 -f /dev/stdin > "$WORK/v6_128.batch" <<'AWK'
-BEGIN { srand(3); while (k < n) {
-    p = sprintf("%x", 8192 + int(rand() * 8192))
-    for (i = 1; i < groups; i++) p = p sprintf(":%x", int(rand() * 65536))
-    if (groups < 8) p = p "::"
-    if (p in seen) continue; seen[p] = 1; k++
-    print "route add " p "/" len " blackhole" } }
-AWK
+# Distinct random IPv6 prefixes inside 2000::/3: $1 seed, $2 groups of 16
+# bits given (the rest zero), $3 prefix length.
+v6_routes() {
+    awk -v n="$N" -v seed="$1" -v groups="$2" -v len="$3" 'BEGIN { srand(seed); while (k < n) {
+        p = sprintf("%x", 8192 + int(rand() * 8192))
+        for (i = 1; i < groups; i++) p = p sprintf(":%x", int(rand() * 65536))
+        if (groups < 8) p = p "::"
+        if (p in seen) continue; seen[p] = 1; k++
+        print "route add " p "/" len " blackhole" } }'
+}
+v6_routes 2 4 64 > "$WORK/v6_64.batch"
+v6_routes 3 8 128 > "$WORK/v6_128.batch"
 awk -v n="$N" 'BEGIN { srand(4); for (i = 0; i < n; i++)
     printf "rule add prio %d proto udp %s %d action drop\n", 1000 + i,
            (i % 2 ? "dport" : "sport"), 1 + int(rand() * 65535) }' > "$WORK/crossed.batch"
