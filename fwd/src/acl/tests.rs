@@ -732,13 +732,10 @@ fn build(rules: &[Rule], cfg: Config) -> Arc<Classifier> {
 /// a tree separates the two halves, so one tree over them replicates
 /// quadratically (8,000 such rules built 944 MB before the budget).
 fn crossed_port_rules(n: usize) -> Vec<Rule> {
-    let mut x = 0x9E37_79B9u32;
+    let mut seed = 0x9E37_79B9u64;
     let mut text = String::new();
     for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        let p = x & 0xFFFF;
+        let p = order::splitmix(&mut seed) & 0xFFFF;
         let (sp, dp) = if i % 2 == 0 {
             (format!("{p} : {p}"), "0 : 65535".to_string())
         } else {
@@ -753,13 +750,8 @@ fn crossed_port_rules(n: usize) -> Vec<Rule> {
 /// and as many with every field random: what [`crossed_port_rules`] tests
 /// against the linear reference.
 fn crossed_port_keys(rules: &[Rule]) -> Vec<Key> {
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || order::splitmix(&mut seed);
     let mut keys = Vec::new();
     for r in rules.iter().step_by(3) {
         let m = &r.matches;

@@ -93,7 +93,7 @@ pub struct TreeParams {
     /// on the source port and wild on the destination port, half the other
     /// way round) otherwise replicate quadratically: 4,000 such rules built
     /// a 236 MB tree, 8,000 a 944 MB one. The caller splits such a group
-    /// ([`super::classifier`]). The real sets stay well below: at most 87
+    /// ([`super::groups`]). The real sets stay well below: at most 87
     /// (ClassBench fw1_100k's both-wild group, 6,434 rules).
     pub max_replication: usize,
     /// See [`TreeParams::max_replication`].

@@ -82,6 +82,21 @@ fn keys_inside(rules: &[Rule], rng: &mut Rng, n: usize) -> Vec<Key> {
         .collect()
 }
 
+/// The large-set modes' headers for `rules`: 100,000 of [`keys_inside`],
+/// from one seed.
+fn large_keys(rules: &[Rule]) -> Vec<Key> {
+    keys_inside(rules, &mut Rng(0x5EED_1A26), 100_000)
+}
+
+/// The headers of a ClassBench trace file's text.
+fn trace_keys(text: &str) -> Vec<Key> {
+    parse_trace(text)
+        .expect("trace")
+        .iter()
+        .map(|t| t.key)
+        .collect()
+}
+
 /// Keys (1 in `step`) whose burst answer differs from a linear scan's.
 fn mismatches(c: &Classifier, rules: &[Rule], keys: &[Key], step: usize) -> usize {
     let lin = Linear::new(rules);
@@ -298,18 +313,6 @@ fn lookup_ns(c: &Classifier, keys: &[Key]) -> f64 {
     lookup_ns2(c, keys).0
 }
 
-/// dpdk-test-acl's ns per packet with `alg` on the rule and trace files
-/// (the best of three runs), if it ran.
-fn rte_acl_ns(
-    dpdk: Option<&DpdkEnv>,
-    rules: &Path,
-    trace: &Path,
-    n: usize,
-    alg: &str,
-) -> Option<f64> {
-    best_ns(&rte_acl_runs(dpdk, rules, trace, n, alg))
-}
-
 /// Three runs of dpdk-test-acl with `alg` on the rule and trace files (none
 /// without DPDK).
 fn rte_acl_runs(
@@ -324,7 +327,7 @@ fn rte_acl_runs(
         .collect()
 }
 
-/// The best ns per packet of `runs`, if any measured.
+/// The best ns per packet of `runs` (dpdk-test-acl's), if any measured.
 fn best_ns(runs: &[Dpdk]) -> Option<f64> {
     let best = runs
         .iter()
@@ -490,7 +493,7 @@ fn main() {
         if std::env::var_os("BENCH_ACL_V6").is_some() {
             let with_keys: Vec<_> = (sets.into_iter())
                 .map(|(name, rules)| {
-                    let keys = keys_inside(&rules, &mut Rng(0x5EED_1A26), 100_000);
+                    let keys = large_keys(&rules);
                     (name, rules, keys)
                 })
                 .collect();
@@ -965,11 +968,7 @@ fn sweep(data: &Path) {
         ("lyxocs/acl2_10k", "lyxocs/acl2_10k_trace"),
     ] {
         let rules = parse_rules(&read(r)).expect("rules");
-        let keys: Vec<Key> = parse_trace(&read(t))
-            .expect("trace")
-            .iter()
-            .map(|t| t.key)
-            .collect();
+        let keys = trace_keys(&read(t));
         for fanout in [16] {
             for leaf_max in [4, 8] {
                 let cfg = Config {
@@ -1082,13 +1081,7 @@ fn v6_rows(sets: &[(String, Vec<Rule>, Vec<Key>)]) -> String {
 /// keys inside its rules: it ships without one).
 fn corpus_v6_sets(data: &Path) -> Vec<(String, Vec<Rule>, Vec<Key>)> {
     let read = |p: &str| std::fs::read_to_string(data.join(p)).expect("data file");
-    let trace = |p: &str| -> Vec<Key> {
-        parse_trace(&read(p))
-            .expect("trace")
-            .iter()
-            .map(|t| t.key)
-            .collect()
-    };
+    let trace = |p: &str| trace_keys(&read(p));
     let (acl1, acl2, acl1_keys) = lyxocs_10k(data);
     let hs = parse_rules(&read("hypersplit/acl1_10K")).expect("hs");
     vec![
@@ -1199,7 +1192,7 @@ fn large_rows(sets: &[(String, Vec<Rule>)]) -> String {
         "| set | rules | headers | ours: trees / nodes / memory / build | dpdk {alg}: memory / build | ours per lookup | ours ns/pkt | dpdk {alg} ns/pkt | ours / dpdk (medians) | check |\n|---|---|---|---|---|---|---|---|---|---|\n"
     );
     for (name, rules) in sets {
-        let keys = keys_inside(rules, &mut Rng(0x5EED_1A26), 100_000);
+        let keys = large_keys(rules);
         let rp = tmp.join(format!("rules_{name}"));
         let tp = tmp.join(format!("trace_{name}"));
         write_lines(&rp, rules.iter().map(rule_line));
@@ -1350,7 +1343,7 @@ fn late_match(data: &Path) -> String {
     let rte = [("sse", "sse"), (best_alg(), best_alg())]
         .iter()
         .map(|&(name, alg)| {
-            rte_acl_ns(dpdk.as_ref(), &rp, &tp, keys.len(), alg)
+            best_ns(&rte_acl_runs(dpdk.as_ref(), &rp, &tp, keys.len(), alg))
                 .map_or(format!("rte_acl {name}: did not run"), |v| {
                     format!("rte_acl {name}: {v:.1} ns/pkt")
                 })
