@@ -19,7 +19,10 @@ pub fn two_ports() -> (Tables, acl::ClassifierWriter) {
         PortInfo::new(PORTS[0], [2, 0, 0, 0, 0, 1], 0),
         PortInfo::new(PORTS[1], [2, 0, 0, 0, 0, 2], 0),
     ];
-    (Tables::empty(ports, acl_w.current().clone()), acl_w)
+    (
+        Tables::empty(ports, acl_w.current().clone(), fwd::route::Limits::default()),
+        acl_w,
+    )
 }
 
 /// Parses `frame` and checks what `pkt::parse` promises about its result

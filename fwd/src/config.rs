@@ -67,6 +67,44 @@ pub struct Config {
     /// The OpenMetrics (Prometheus) endpoint (off when absent).
     #[serde(default)]
     pub metrics: Option<MetricsConfig>,
+    /// What the routing tables may hold.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// What the routing tables may hold (see [`crate::route::Limits`]): a
+/// change that would go past a limit is refused, so no client and no
+/// routing daemon can grow the tables until the kernel kills the daemon.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Routing tables (VRFs), the main one included.
+    pub tables: usize,
+    /// Memory the routing tables may take, MiB: the FIBs, RIBs, next hops
+    /// and ECMP groups of every table, as the tables charge it.
+    pub routing_mb: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            tables: crate::route::Limits::DEFAULT_TABLES,
+            routing_mb: crate::route::Limits::DEFAULT_MB,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// Largest `routing_mb`: 16 TiB.
+    pub const MAX_ROUTING_MB: usize = 1 << 24;
+
+    /// The limits the tables are held to.
+    pub fn limits(&self) -> crate::route::Limits {
+        crate::route::Limits {
+            tables: self.tables,
+            bytes: self.routing_mb << 20,
+        }
+    }
 }
 
 /// The OpenMetrics / Prometheus endpoint: `GET /metrics` over HTTP.
@@ -1068,6 +1106,15 @@ impl Config {
                 }
             }
         }
+        if self.limits.tables == 0 {
+            return Err(invalid("limits.tables", "must be at least 1"));
+        }
+        if self.limits.routing_mb == 0 || self.limits.routing_mb > LimitsConfig::MAX_ROUTING_MB {
+            return Err(invalid(
+                "limits.routing_mb",
+                format!("must be 1..={}", LimitsConfig::MAX_ROUTING_MB),
+            ));
+        }
         if self.datapath.drain_us == 0 || self.datapath.drain_us > 100_000 {
             return Err(invalid("datapath.drain_us", "must be 1..=100000"));
         }
@@ -1219,6 +1266,9 @@ neighbours:
                 "datapath: {idle_sleep_us: 10001}\n",
                 "datapath.idle_sleep_us",
             ),
+            ("limits: {tables: 0}\n", "limits.tables"),
+            ("limits: {routing_mb: 0}\n", "limits.routing_mb"),
+            ("limits: {routing_mb: 16777217}\n", "limits.routing_mb"),
             ("mempool: {mbufs: 4294967295}\n", "mempool.mbufs"),
             (
                 "mempool: {mbufs: 400000}\neal: {memory_mb: 256}\n",

@@ -500,7 +500,11 @@ impl Rig {
             .enumerate()
             .map(|(i, n)| PortInfo::new(*n, [2, 0, 0, 0, 0, i as u8 + 1], 0))
             .collect();
-        let t = Tables::empty(ports, acl_w.current().clone());
+        let t = Tables::empty(
+            ports,
+            acl_w.current().clone(),
+            fwd::route::Limits::default(),
+        );
         let addr = |a: &str, dev: &str| {
             Change::AddressAdd(wire::Address {
                 addr: net(a),

@@ -72,12 +72,16 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
+        Fixture::with_limits(crate::route::Limits::default())
+    }
+
+    fn with_limits(limits: crate::route::Limits) -> Fixture {
         let mut acl = acl::ClassifierWriter::new(acl::Config::default());
         let ports = vec![
             PortInfo::new("a", [2, 0, 0, 0, 0, 1], 0),
             PortInfo::new("b", [2, 0, 0, 0, 0, 2], 0),
         ];
-        let base = Tables::empty(ports, acl.current().clone());
+        let base = Tables::empty(ports, acl.current().clone(), limits);
         let t = state::apply(
             &base,
             &mut acl,
@@ -348,6 +352,30 @@ fn routes_that_cannot_be_installed_are_refused_alone() {
     assert!(f.entry("198.51.100.0/24").is_none());
     assert!(f.entry("203.0.113.0/24").is_some());
     assert_eq!(f.rib.len(), 1, "refused routes are not kept");
+}
+
+#[test]
+fn zebra_routes_past_the_routing_memory_limit_are_refused_one_by_one() {
+    let roomy = Fixture::new();
+    // 64 KiB above the two ports' tables: a few scattered /32s fit.
+    let mut f = Fixture::with_limits(crate::route::Limits {
+        tables: 4,
+        bytes: roomy.t.routing.charged_bytes() + (64 << 10),
+    });
+    let ops: Vec<FpmOp> = (0..64u32)
+        .map(|i| {
+            let a = std::net::Ipv4Addr::from(0x0b00_0001 + (i << 18));
+            set(&format!("{a}/32"), via("10.0.0.2", 0))
+        })
+        .collect();
+    let done = f.fpm(ops);
+    assert_eq!(done.added, 64);
+    assert!(done.refused > 0 && done.refused < 64, "{done:?}");
+    let e = done.last_error.as_deref().unwrap_or_default();
+    assert!(e.contains("limits.routing_mb"), "{e}");
+    assert_eq!(f.rib.len(), 64 - done.refused as usize);
+    assert_eq!(f.t.routing.fpm_route_count(), f.rib.len());
+    assert!(f.t.routing.charged_bytes() <= f.t.routing.limits().bytes);
 }
 
 #[test]

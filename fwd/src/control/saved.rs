@@ -167,7 +167,10 @@ mod tests {
                 PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0),
                 PortInfo::new("p1", [2, 0, 0, 0, 0, 2], 0),
             ];
-            (Tables::empty(ports, acl_w.current().clone()), acl_w)
+            (
+                Tables::empty(ports, acl_w.current().clone(), route::Limits::default()),
+                acl_w,
+            )
         };
         let batch = ctl::text::parse_batch(text).unwrap();
         let (base, mut acl_w) = tables();
@@ -210,6 +213,7 @@ mod tests {
         let base = Tables::empty(
             vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)],
             w.current().clone(),
+            route::Limits::default(),
         );
         let text = "address add 10.0.0.1/24 dev p0\n";
         let t = super::super::apply_changes(

@@ -218,7 +218,11 @@ pub fn initial_tables(
     acl_w: &mut acl::ClassifierWriter,
     startup: Startup,
 ) -> Result<Tables, String> {
-    let base = Tables::empty(config_ports(cfg, macs), acl_w.current().clone());
+    let base = Tables::empty(
+        config_ports(cfg, macs),
+        acl_w.current().clone(),
+        cfg.limits.limits(),
+    );
     let changes = match startup {
         Startup::Config => config_changes(cfg)?,
         Startup::Saved(saved) => saved.changes,

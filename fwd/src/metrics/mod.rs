@@ -29,6 +29,7 @@
 //! | `fwd_rules`, `fwd_rule_series_omitted` | gauge | |
 //! | `fwd_routes` | gauge | table, family |
 //! | `fwd_nexthops`, `fwd_nexthop_groups`, `fwd_fpm_routes` | gauge | |
+//! | `fwd_routing_memory_bytes`, `fwd_routing_memory_limit_bytes`, `fwd_routing_tables_limit` | gauge | |
 //! | `fwd_table_generation`, `fwd_reclaim_pending_bytes`, `fwd_reclaim_pending_objects` | gauge | |
 //! | `fwd_reclaimed_bytes_total`, `fwd_reclaimed_objects_total`, `fwd_worker_stalls_total`, `fwd_backpressure_{events,overruns}_total` | counter | |
 //! | `fwd_worker_online`, `fwd_worker_stalled`, `fwd_worker_reported_generation` | gauge | worker |

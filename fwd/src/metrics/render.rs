@@ -420,6 +420,27 @@ impl SampleCollector {
             "Routes installed by zebra over FPM, in every table.",
             None,
             one(s.fpm_routes),
+        )?;
+        gauge(
+            e,
+            "fwd_routing_memory_bytes",
+            "Memory the routing tables are charged (FIBs, RIBs, next hops, groups).",
+            None,
+            one(s.routing_bytes.0),
+        )?;
+        gauge(
+            e,
+            "fwd_routing_memory_limit_bytes",
+            "The config's limits.routing_mb: changes past it are refused.",
+            None,
+            one(s.routing_bytes.1),
+        )?;
+        gauge(
+            e,
+            "fwd_routing_tables_limit",
+            "The config's limits.tables: tables past it are refused.",
+            None,
+            one(s.routing_tables_limit),
         )
     }
 

@@ -97,6 +97,11 @@ pub struct Sample {
     pub nexthops: u64,
     pub groups: u64,
     pub fpm_routes: u64,
+    /// The memory the routing tables are charged, and its limit
+    /// (`route::Limits`), bytes.
+    pub routing_bytes: (u64, u64),
+    /// The limit on routing tables (VRFs); the tables are `tables`.
+    pub routing_tables_limit: u64,
     /// Versioning: generation, pending memory, latency histogram, workers.
     pub qsbr: QsbrStats,
     /// Mbufs (in use, capacity), when a pool is known.
@@ -231,6 +236,11 @@ pub fn gather(src: &Sources) -> Result<Sample, wire::ErrorBody> {
         nexthops: t.routing.nexthops().count() as u64,
         groups: t.routing.groups().count() as u64,
         fpm_routes: t.routing.fpm_route_count() as u64,
+        routing_bytes: (
+            t.routing.charged_bytes() as u64,
+            t.routing.limits().bytes as u64,
+        ),
+        routing_tables_limit: t.routing.limits().tables as u64,
         qsbr,
         mempool: src.pool.as_ref().map(|p| {
             let used = u64::from(p.in_use());

@@ -102,6 +102,8 @@ fn sample() -> Sample {
         nexthops: 4,
         groups: 1,
         fpm_routes: 0,
+        routing_bytes: (3 << 20, 2048 << 20),
+        routing_tables_limit: 1024,
         qsbr: QsbrStats {
             generation: 42,
             readers: vec![
@@ -278,6 +280,12 @@ fn values_and_labels_are_the_samples() {
     assert_eq!(g("fwd_rule_series_omitted", &[]), 3.0);
     assert_eq!(g("fwd_routes", &[("table", "0"), ("family", "ipv4")]), 12.0);
     assert_eq!(g("fwd_routes", &[("table", "5"), ("family", "ipv6")]), 0.0);
+    assert_eq!(g("fwd_routing_memory_bytes", &[]), f64::from(3 << 20));
+    assert_eq!(
+        g("fwd_routing_memory_limit_bytes", &[]),
+        f64::from(2048u32 << 20)
+    );
+    assert_eq!(g("fwd_routing_tables_limit", &[]), 1024.0);
     assert_eq!(g("fwd_table_generation", &[]), 42.0);
     assert_eq!(g("fwd_reclaim_pending_bytes", &[]), 4096.0);
     assert_eq!(g("fwd_reclaimed_bytes_total", &[]), 1048576.0);
@@ -347,7 +355,11 @@ fn live(n: u32, max_rule_series: usize) -> (ControlLcore, qsbr::Reader<Tables>, 
     let (counters, _) = acl::CounterSet::new(1, cfg.slots() as usize);
     let ports = vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)];
     let mut writer = qsbr::domain(
-        Tables::empty(ports, acl_w.current().clone()),
+        Tables::empty(
+            ports,
+            acl_w.current().clone(),
+            crate::route::Limits::default(),
+        ),
         QsbrConfig::default(),
     );
     let reader = writer.register_reader("worker0@lcore1");

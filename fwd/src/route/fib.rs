@@ -106,6 +106,12 @@ impl<const W: u32> Fib<W> {
         self.pool.tbl.capacity() / GROUP
     }
 
+    /// The memory this FIB is charged (`route::limits`): its two paged
+    /// arrays (pages written in place, and the shared nodes). O(1).
+    pub(crate) fn charge(&self) -> usize {
+        self.tbl24.charge() + self.pool.tbl.charge()
+    }
+
     /// Distinct private (non-zero) pages of the first level.
     pub(crate) fn tbl24_pages(&self) -> usize {
         self.tbl24.private_pages()

@@ -68,6 +68,9 @@
 mod cow;
 mod fib;
 mod larc;
+mod limits;
+#[cfg(test)]
+mod limits_tests;
 pub mod loader;
 pub mod nexthop;
 mod parray;
@@ -83,6 +86,7 @@ use triomphe::Arc;
 
 use cow::make_mut;
 use fib::{BurstFib, Fib};
+pub use limits::{Capacity, Limits};
 pub use nexthop::{Group, NextHop, HIGH_IDS, MAX_GROUP_MEMBERS, MAX_ID};
 use nexthop::{IdTable, RefTable};
 pub use prefix::{mask4, mask6, Prefix, Prefix4, Prefix6, PrefixError};
@@ -432,6 +436,21 @@ pub enum RouteError {
         /// Routes left.
         routes: usize,
     },
+    /// The change would take the tables past one of their [`Limits`].
+    #[error("{capacity} full: {}", limit_text(*capacity, *limit))]
+    Full {
+        /// Which limit.
+        capacity: Capacity,
+        /// Its value ([`Limits::tables`] or [`Limits::bytes`]).
+        limit: usize,
+    },
+}
+
+fn limit_text(c: Capacity, limit: usize) -> String {
+    match c {
+        Capacity::Tables => format!("{limit} tables"),
+        Capacity::Memory => format!("{} MiB", limit >> 20),
+    }
 }
 
 /// A refused batch: which change failed and why. Nothing was applied.
@@ -461,7 +480,24 @@ struct VrfTables {
     v6: Arc<Family<128>>,
 }
 
+impl VrfTables {
+    /// The memory it is charged (`limits`).
+    fn charge(&self) -> usize {
+        std::mem::size_of::<VrfTables>()
+            + 2 * cow::ARC_HEADER
+            + std::mem::size_of::<Family<32>>()
+            + std::mem::size_of::<Family<128>>()
+            + self.v4.charge()
+            + self.v6.charge()
+    }
+}
+
 impl<const W: u32> Family<W> {
+    /// The memory it is charged (`limits`). O(1).
+    fn charge(&self) -> usize {
+        self.rib.charge() + self.fib.charge()
+    }
+
     /// `addr/len -> entry` (its target encoded `v`) into RIB and FIB;
     /// returns the old entry. The FIB is written only when the target changed.
     fn set(
@@ -519,6 +555,10 @@ pub struct Routing {
     /// Routes whose origin is FPM (kept by every write, so status reports
     /// need no walk).
     fpm_routes: usize,
+    /// What the tables may hold.
+    limits: Limits,
+    /// The memory this version is charged (`limits`), kept by every write.
+    charge: usize,
 }
 
 static_assertions::assert_impl_all!(Routing: Send, Sync);
@@ -590,12 +630,22 @@ pub struct RoutingStats {
     pub nh_bytes: usize,
     /// Bytes of everything reachable from this version, shared memory counted once.
     pub total_bytes: usize,
+    /// The memory the version is charged against [`Limits::bytes`].
+    pub charged_bytes: usize,
+    /// Its limits.
+    pub limits: Limits,
 }
 
 impl Routing {
-    /// No VRF, no next hop, no group.
+    /// No VRF, no next hop, no group; the default [`Limits`].
     pub fn new() -> Self {
-        Routing {
+        Self::with_limits(Limits::default())
+    }
+
+    /// No VRF, no next hop, no group; every version made from it is held
+    /// to `limits`.
+    pub fn with_limits(limits: Limits) -> Self {
+        let mut r = Routing {
             vrfs: Arc::new(BTreeMap::new()),
             nhs: Arc::new(IdTable::new()),
             nh_refs: Arc::new(RefTable::new()),
@@ -604,7 +654,31 @@ impl Routing {
             down_ports: Arc::default(),
             version: 0,
             fpm_routes: 0,
-        }
+            limits,
+            charge: 0,
+        };
+        r.charge = r.recharge();
+        r
+    }
+
+    /// The limits this version is held to.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The memory this version is charged against [`Limits::bytes`]
+    /// (see `limits`). O(1).
+    pub fn charged_bytes(&self) -> usize {
+        self.charge
+    }
+
+    /// The charge computed from scratch, table by table and group by group
+    /// (what the running one must equal).
+    fn recharge(&self) -> usize {
+        self.vrfs.values().map(VrfTables::charge).sum::<usize>()
+            + self.nhs.charge()
+            + self.groups.charge()
+            + self.groups.iter().map(|(_, g)| g.charge()).sum::<usize>()
     }
 
     /// Version number: 0 for `new()`, +1 per applied batch.
@@ -972,6 +1046,9 @@ impl Routing {
             + self.groups.mem_groups(&mut seen)
             + self.group_refs.mem(&mut seen);
         s.total_bytes = total + s.nh_bytes;
+        s.charged_bytes = self.charge;
+        s.limits = self.limits;
+        debug_assert_eq!(self.charge, self.recharge(), "the running charge");
         s
     }
 }
@@ -1009,12 +1086,17 @@ impl Txn {
             for vrf in &self.touched {
                 if let Some(t) = map.get_mut(vrf) {
                     // Only a family this batch wrote is unshared; the others
-                    // have nothing to trim.
+                    // have nothing to trim. Trimming gives pages back: the
+                    // charge follows.
                     if let Some(f) = Arc::get_mut(&mut t.v4) {
+                        let before = f.charge();
                         f.fib.trim();
+                        self.r.charge = self.r.charge - before + f.charge();
                     }
                     if let Some(f) = Arc::get_mut(&mut t.v6) {
+                        let before = f.charge();
                         f.fib.trim();
+                        self.r.charge = self.r.charge - before + f.charge();
                     }
                 }
             }
@@ -1077,26 +1159,102 @@ impl Txn {
         }
     }
 
+    /// VRF `vrf`, created (and charged) if it does not exist.
     #[inline(always)]
     fn vrf_mut(&mut self, vrf: Vrf) -> &mut VrfTables {
         if self.touched.last() != Some(&vrf) {
             self.touched.push(vrf);
         }
-        make_mut(&mut self.r.vrfs).entry(vrf).or_default()
+        let r = &mut self.r;
+        match make_mut(&mut r.vrfs).entry(vrf) {
+            std::collections::btree_map::Entry::Occupied(t) => t.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let t = v.insert(VrfTables::default());
+                r.charge += t.charge();
+                t
+            }
+        }
     }
 
-    /// Writes `prefix -> entry` into RIB and FIB (no validation, no refcounts).
-    fn set_route(&mut self, vrf: Vrf, prefix: Prefix, entry: Entry) -> Option<Entry> {
+    /// Refuses a new VRF past [`Limits::tables`].
+    fn check_new_table(&self, vrf: Vrf) -> Result<(), RouteError> {
+        if !self.r.vrfs.contains_key(&vrf) && self.r.vrfs.len() >= self.r.limits.tables {
+            return Err(RouteError::Full {
+                capacity: Capacity::Tables,
+                limit: self.r.limits.tables,
+            });
+        }
+        Ok(())
+    }
+
+    /// Drops VRF `vrf` and its charge.
+    fn drop_table(&mut self, vrf: Vrf) {
+        if let Some(t) = make_mut(&mut self.r.vrfs).remove(&vrf) {
+            self.r.charge -= t.charge();
+        }
+        self.touched.retain(|v| *v != vrf);
+    }
+
+    /// The error for a change that took the charge past the limit.
+    fn memory_full(&self) -> RouteError {
+        RouteError::Full {
+            capacity: Capacity::Memory,
+            limit: self.r.limits.bytes,
+        }
+    }
+
+    /// [`Txn::write_route`] held to the [`Limits`]: a new VRF past the
+    /// table limit is refused before anything is written, and a write that
+    /// raised the charge past the memory limit is undone and refused.
+    fn set_route(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        entry: Entry,
+    ) -> Result<Option<Entry>, RouteError> {
+        self.check_new_table(vrf)?;
+        let created = !self.r.vrfs.contains_key(&vrf);
+        let before = self.r.charge;
+        let old = self.write_route(vrf, prefix, entry);
+        if self.r.charge > before && self.r.charge > self.r.limits.bytes {
+            match old {
+                Some(o) => {
+                    self.write_route(vrf, prefix, o);
+                }
+                None => {
+                    self.erase_route(vrf, prefix, |_| true);
+                }
+            }
+            if created {
+                self.drop_table(vrf);
+            }
+            return Err(self.memory_full());
+        }
+        Ok(old)
+    }
+
+    /// Writes `prefix -> entry` into RIB and FIB and keeps the charge (no
+    /// validation, no limit, no refcounts).
+    fn write_route(&mut self, vrf: Vrf, prefix: Prefix, entry: Entry) -> Option<Entry> {
         let mut kids = std::mem::take(&mut self.scratch);
         let v = encode(entry.target);
         let t = self.vrf_mut(vrf);
-        let old = match prefix {
+        let (old, before, after) = match prefix {
             Prefix::V4(p) => {
-                make_mut(&mut t.v4).set(p.addr() as u128, p.len(), entry, v, &mut kids)
+                let f = make_mut(&mut t.v4);
+                let before = f.charge();
+                let old = f.set(p.addr() as u128, p.len(), entry, v, &mut kids);
+                (old, before, f.charge())
             }
-            Prefix::V6(p) => make_mut(&mut t.v6).set(p.addr(), p.len(), entry, v, &mut kids),
+            Prefix::V6(p) => {
+                let f = make_mut(&mut t.v6);
+                let before = f.charge();
+                let old = f.set(p.addr(), p.len(), entry, v, &mut kids);
+                (old, before, f.charge())
+            }
         };
         self.scratch = kids;
+        self.r.charge = self.r.charge - before + after;
         if old.is_some_and(|o| o.origin.fpm) {
             self.r.fpm_routes -= 1;
         }
@@ -1104,6 +1262,43 @@ impl Txn {
             self.r.fpm_routes += 1;
         }
         old
+    }
+
+    /// Removes `prefix` from RIB and FIB if present and `pred` accepts its
+    /// entry, and keeps the charge (no refcounts).
+    fn erase_route(
+        &mut self,
+        vrf: Vrf,
+        prefix: Prefix,
+        pred: impl FnOnce(&Entry) -> bool,
+    ) -> Option<Entry> {
+        // Only an existing VRF: `vrf_mut` would create one.
+        if !self.r.vrfs.contains_key(&vrf) {
+            return None;
+        }
+        let mut kids = std::mem::take(&mut self.scratch);
+        let t = self.vrf_mut(vrf);
+        let (old, before, after) = match prefix {
+            Prefix::V4(p) => {
+                let f = make_mut(&mut t.v4);
+                let before = f.charge();
+                let old = f.remove_if(p.addr() as u128, p.len(), &mut kids, pred);
+                (old, before, f.charge())
+            }
+            Prefix::V6(p) => {
+                let f = make_mut(&mut t.v6);
+                let before = f.charge();
+                let old = f.remove_if(p.addr(), p.len(), &mut kids, pred);
+                (old, before, f.charge())
+            }
+        };
+        self.scratch = kids;
+        self.r.charge = self.r.charge - before + after;
+        let old = old?;
+        if old.origin.fpm {
+            self.r.fpm_routes -= 1;
+        }
+        Some(old)
     }
 
     /// From now on, remember every prefix this batch deletes
@@ -1133,8 +1328,8 @@ impl Txn {
         };
         // One walk in the common case: insert, and on a duplicate put the
         // existing entry back (RIB and FIB then hold exactly what they held).
-        if let Some(old) = self.set_route(vrf, prefix, entry) {
-            self.set_route(vrf, prefix, old);
+        if let Some(old) = self.set_route(vrf, prefix, entry)? {
+            self.write_route(vrf, prefix, old);
             return Err(RouteError::RouteExists { vrf, prefix });
         }
         self.add_ref(target, 1);
@@ -1186,7 +1381,7 @@ impl Txn {
         origin: Origin,
     ) -> Result<Option<Entry>, RouteError> {
         self.check_target(target)?;
-        let old = self.set_route(vrf, prefix, Entry { target, origin });
+        let old = self.set_route(vrf, prefix, Entry { target, origin })?;
         self.add_ref(target, 1);
         if let Some(o) = old {
             self.add_ref(o.target, -1);
@@ -1214,24 +1409,8 @@ impl Txn {
         prefix: Prefix,
         pred: impl FnOnce(&Entry) -> bool,
     ) -> Option<Target> {
-        // Only an existing VRF: `vrf_mut` would create one.
-        if !self.r.vrfs.contains_key(&vrf) {
-            return None;
-        }
-        let mut kids = std::mem::take(&mut self.scratch);
-        let t = self.vrf_mut(vrf);
-        let old = match prefix {
-            Prefix::V4(p) => {
-                make_mut(&mut t.v4).remove_if(p.addr() as u128, p.len(), &mut kids, pred)
-            }
-            Prefix::V6(p) => make_mut(&mut t.v6).remove_if(p.addr(), p.len(), &mut kids, pred),
-        };
-        self.scratch = kids;
-        let old = old?;
+        let old = self.erase_route(vrf, prefix, pred)?;
         self.add_ref(old.target, -1);
-        if old.origin.fpm {
-            self.r.fpm_routes -= 1;
-        }
         if let Some(r) = self.removed.as_mut() {
             r.push((vrf, prefix));
         }
@@ -1255,7 +1434,17 @@ impl Txn {
         if self.r.nhs.get(id).is_some() {
             return Err(RouteError::NextHopExists(id));
         }
-        make_mut(&mut self.r.nhs).put(id, nh);
+        let before = self.r.nhs.charge();
+        let nhs = make_mut(&mut self.r.nhs);
+        nhs.put(id, nh);
+        let after = nhs.charge();
+        if after > before && self.r.charge - before + after > self.r.limits.bytes {
+            nhs.remove(id);
+            let undone = nhs.charge();
+            self.r.charge = self.r.charge - before + undone;
+            return Err(self.memory_full());
+        }
+        self.r.charge = self.r.charge - before + after;
         Ok(())
     }
 
@@ -1281,9 +1470,11 @@ impl Txn {
         if refs != 0 {
             return Err(RouteError::NextHopInUse { id, refs });
         }
-        make_mut(&mut self.r.nhs)
-            .remove(id)
-            .ok_or(RouteError::UnknownNextHop(id))
+        let before = self.r.nhs.charge();
+        let nhs = make_mut(&mut self.r.nhs);
+        let old = nhs.remove(id).ok_or(RouteError::UnknownNextHop(id));
+        self.r.charge = self.r.charge - before + nhs.charge();
+        old
     }
 
     fn build_group(&self, id: GroupId, members: &[(NhId, u32)]) -> Result<Group, RouteError> {
@@ -1328,9 +1519,41 @@ impl Txn {
             .collect();
         for (id, members) in affected {
             if let Ok(g) = self.build_group(id, &members) {
-                make_mut(&mut self.r.groups).put(id, Arc::new(g));
+                // Never refused: the same members, the same size.
+                self.put_group(id, Some(Arc::new(g)));
             }
         }
+    }
+
+    /// Puts `g` at `id` (`None`: removes it) and keeps the charge; returns
+    /// the group that was there.
+    fn put_group(&mut self, id: GroupId, g: Option<Arc<Group>>) -> Option<Arc<Group>> {
+        let before = self.r.groups.charge();
+        let added = g.as_ref().map_or(0, |g| g.charge());
+        let groups = make_mut(&mut self.r.groups);
+        let old = match g {
+            Some(g) => {
+                let old = groups.get(id).cloned();
+                groups.put(id, g);
+                old
+            }
+            None => groups.remove(id),
+        };
+        let removed = old.as_ref().map_or(0, |g| g.charge());
+        self.r.charge = self.r.charge + groups.charge() + added - before - removed;
+        old
+    }
+
+    /// [`Txn::put_group`] held to the memory limit: a put that raised the
+    /// charge past it is undone and refused.
+    fn put_group_checked(&mut self, id: GroupId, g: Group) -> Result<(), RouteError> {
+        let before = self.r.charge;
+        let old = self.put_group(id, Some(Arc::new(g)));
+        if self.r.charge > before && self.r.charge > self.r.limits.bytes {
+            self.put_group(id, old);
+            return Err(self.memory_full());
+        }
+        Ok(())
     }
 
     /// Adds an ECMP group.
@@ -1344,11 +1567,11 @@ impl Txn {
             return Err(RouteError::GroupExists(id));
         }
         let g = self.build_group(id, members)?;
+        self.put_group_checked(id, g)?;
         let refs = make_mut(&mut self.r.nh_refs);
         for &(nh, _) in members {
             refs.add(nh, 1);
         }
-        make_mut(&mut self.r.groups).put(id, Arc::new(g));
         Ok(())
     }
 
@@ -1364,6 +1587,7 @@ impl Txn {
             .cloned()
             .ok_or(RouteError::UnknownGroup(id))?;
         let g = self.build_group(id, members)?;
+        self.put_group_checked(id, g)?;
         let refs = make_mut(&mut self.r.nh_refs);
         for &(nh, _) in members {
             refs.add(nh, 1);
@@ -1371,7 +1595,6 @@ impl Txn {
         for &(nh, _) in old.members() {
             refs.add(nh, -1);
         }
-        make_mut(&mut self.r.groups).put(id, Arc::new(g));
         Ok(())
     }
 
@@ -1390,7 +1613,7 @@ impl Txn {
         if refs != 0 {
             return Err(RouteError::GroupInUse { id, refs });
         }
-        make_mut(&mut self.r.groups).remove(id);
+        self.put_group(id, None);
         let refs = make_mut(&mut self.r.nh_refs);
         for &(nh, _) in g.members() {
             refs.add(nh, -1);
@@ -1406,7 +1629,14 @@ impl Txn {
         if self.r.vrfs.contains_key(&vrf) {
             return Err(RouteError::VrfExists(vrf));
         }
+        self.check_new_table(vrf)?;
+        let before = self.r.charge;
         self.vrf_mut(vrf);
+        if self.r.charge > self.r.limits.bytes {
+            self.drop_table(vrf);
+            debug_assert_eq!(self.r.charge, before);
+            return Err(self.memory_full());
+        }
         Ok(())
     }
 
@@ -1420,8 +1650,7 @@ impl Txn {
         if routes != 0 {
             return Err(RouteError::VrfNotEmpty { vrf, routes });
         }
-        make_mut(&mut self.r.vrfs).remove(&vrf);
-        self.touched.retain(|v| *v != vrf);
+        self.drop_table(vrf);
         Ok(())
     }
 }

@@ -136,6 +136,15 @@ impl Group {
         })
     }
 
+    /// The memory this group is charged (`route::limits`), beside its
+    /// table's pages: what [`IdTable::mem_groups`] counts for it.
+    pub(crate) fn charge(&self) -> usize {
+        ARC_HEADER
+            + size_of::<Group>()
+            + self.members.len() * size_of::<(NhId, u32)>()
+            + self.slots.len() * size_of::<NhId>()
+    }
+
     /// Members and weights as configured.
     pub fn members(&self) -> &[(NhId, u32)] {
         &self.members
@@ -281,6 +290,14 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> IdTable<T> {
 
     pub(crate) fn len(&self) -> usize {
         self.count
+    }
+
+    /// The memory this table is charged (`route::limits`): its paged
+    /// arrays, and for each page of ids written the reference counts of
+    /// those ids (a [`RefTable`] of the same ids has no more pages). O(1).
+    pub(crate) fn charge(&self) -> usize {
+        let pages = self.low.items.written_pages() + self.high.items.written_pages();
+        self.low.items.charge() + self.high.items.charge() + pages * ITEMS_PAGE * size_of::<u32>()
     }
 
     /// Stores `v` at `id` (which must be <= MAX_ID); returns whether it was new.

@@ -32,6 +32,10 @@ use super::larc::{cow, Held, Kids, LArc, Lazy, Lineage, HEADER};
 /// `M` pages.
 pub(crate) struct Mid<T, const N: usize, const M: usize> {
     pages: [LArc<[T; N]>; M],
+    /// Bit `s` set: page `s` was written in place ([`PArray::page_mut`]),
+    /// an allocation of its own, neither the canonical page nor a shared
+    /// uniform one (counted in [`PArray::written_pages`]).
+    written: u64,
 }
 
 impl<T, const N: usize, const M: usize> Mid<T, N, M> {
@@ -39,6 +43,7 @@ impl<T, const N: usize, const M: usize> Mid<T, N, M> {
     fn share(m: &LArc<Self>, h: &Held<'_>) -> LArc<Self> {
         LArc::new(Mid {
             pages: std::array::from_fn(|i| m.pages[i].share(h)),
+            written: m.written,
         })
     }
 }
@@ -102,6 +107,9 @@ pub(crate) struct PArray<T: Send + Sync + 'static, const N: usize, const M: usiz
     /// [`PArray::end_batch`]).
     uniform: Option<LArc<[T; N]>>,
     fill: T,
+    /// Pages written in place (the `written` bits of the mids): the pages
+    /// this version holds as allocations of their own.
+    written: usize,
     lin: Arc<Lineage>,
 }
 
@@ -123,6 +131,7 @@ impl<T: Send + Sync + 'static + Clone, const N: usize, const M: usize, const D: 
             zeros,
             uniform: None,
             fill: self.fill.clone(),
+            written: self.written,
             lin: self.lin.clone(),
         }
     }
@@ -168,7 +177,8 @@ impl<
     const DB: u32 = D.trailing_zeros();
     /// Values per dir: the unit in which the array grows and shrinks.
     pub(crate) const PER_DIR: usize = N * M * D;
-    const POW2: () = assert!(N.is_power_of_two() && M.is_power_of_two() && D.is_power_of_two());
+    const POW2: () =
+        assert!(N.is_power_of_two() && M.is_power_of_two() && D.is_power_of_two() && M <= 64);
 
     /// An array of at least `len` values, all `fill` (rounded up to whole dirs).
     pub(crate) fn new(len: usize, fill: T) -> Self {
@@ -178,6 +188,7 @@ impl<
         let page: LArc<[T; N]> = LArc::new(std::array::from_fn(|_| fill.clone()));
         let mid = LArc::new(Mid {
             pages: std::array::from_fn(|_| page.share(&h)),
+            written: 0,
         });
         let dir = LArc::new(Dir {
             mids: std::array::from_fn(|_| mid.share(&h)),
@@ -190,6 +201,7 @@ impl<
             zeros: Some(Zeros { dir, mid, page }),
             uniform: None,
             fill,
+            written: 0,
             lin,
         }
     }
@@ -243,12 +255,36 @@ impl<
         if !(dir.is_unique() && dir.mids[m].is_unique() && dir.mids[m].pages[s].is_unique()) {
             self.unshare_page(p);
         }
-        let dir = self.top[d].get_mut();
-        let mid = dir.and_then(|d| d.mids[m].get_mut());
-        match mid.and_then(|m| m.pages[s].get_mut()) {
+        let Some(mid) = self.top[d].get_mut().and_then(|d| d.mids[m].get_mut()) else {
+            unreachable!("a path made private is private")
+        };
+        if mid.written & (1 << s) == 0 {
+            mid.written |= 1 << s;
+            self.written += 1;
+        }
+        match mid.pages[s].get_mut() {
             Some(pg) => pg,
             None => unreachable!("a path made private is private"),
         }
+    }
+
+    /// Pages this version holds as allocations of its own (written in
+    /// place; not the canonical page nor a shared uniform one). Kept as
+    /// pages are written and replaced: O(1).
+    #[inline]
+    pub(crate) fn written_pages(&self) -> usize {
+        self.written
+    }
+
+    /// The memory this array is charged (`route::limits`): its shared
+    /// all-`fill` nodes and its pages written in place. O(1).
+    #[inline]
+    pub(crate) fn charge(&self) -> usize {
+        3 * HEADER
+            + size_of::<Dir<T, N, M, D>>()
+            + size_of::<Mid<T, N, M>>()
+            + (1 + self.written) * size_of::<[T; N]>()
+            + self.written * HEADER
     }
 
     /// Copies what other versions share of page `p`'s path, under one lock.
@@ -277,6 +313,10 @@ impl<
         let mid = cow(&mut dir.mids[m], lk, Mid::share);
         let h = lk.held();
         std::mem::replace(&mut mid.pages[s], page).release(h);
+        if mid.written & (1 << s) != 0 {
+            mid.written &= !(1 << s);
+            self.written -= 1;
+        }
         if mid.pages.iter().all(|pg| LArc::ptr_eq(pg, &z.page)) {
             std::mem::replace(&mut dir.mids[m], z.mid.share(h)).release(h);
             if dir.mids.iter().all(|md| LArc::ptr_eq(md, &z.mid)) {
@@ -367,6 +407,12 @@ impl<
 
     /// Drops the last dir (the caller checked it holds only `fill`).
     pub(crate) fn pop_dir(&mut self) {
+        debug_assert!(
+            self.top
+                .last()
+                .is_none_or(|d| LArc::ptr_eq(d, &self.zeros().dir)),
+            "only a canonical dir (no page written) is dropped"
+        );
         if let Some(d) = self.top.pop() {
             d.release(&self.lin.hold());
         }
@@ -548,7 +594,9 @@ mod tests {
 
     proptest::proptest! {
         /// Every write through the three levels matches a plain vector;
-        /// copies taken along the way keep their values (persistence); an
+        /// copies taken along the way keep their values (persistence); the
+        /// count of pages written in place is the set of pages written since
+        /// they were last cleared or made uniform, in every copy; an
         /// array whose values all went back to `fill` costs what a new one
         /// of its length does.
         #[test]
@@ -557,12 +605,14 @@ mod tests {
             let live = larc::live_nodes();
             let mut a = B::new(256, 0);
             let mut model = vec![0u32; a.capacity()];
-            let mut snaps: Vec<(B, Vec<u32>)> = Vec::new();
+            let mut snaps: Vec<(B, Vec<u32>, usize)> = Vec::new();
+            let mut written = std::collections::BTreeSet::new();
             for op in ops {
                 match op {
                     Op::Set(i, v) if i < model.len() => {
                         a.set(i, v);
                         model[i] = v;
+                        written.insert(i / 16);
                     }
                     Op::Clear(p) if p * 16 < model.len() => {
                         for i in p * 16..p * 16 + 16 {
@@ -571,11 +621,13 @@ mod tests {
                         model[p * 16..p * 16 + 16].fill(0);
                         a.canonicalize(p);
                         proptest::prop_assert!(a.is_canonical(p));
+                        written.remove(&p);
                     }
                     Op::Uniform(p, v) if p * 16 < model.len() => {
                         a.set_uniform(p, v);
                         proptest::prop_assert!(a.is_uniform(p, &v));
                         model[p * 16..p * 16 + 16].fill(v);
+                        written.remove(&p);
                     }
                     Op::EndBatch => a.end_batch(),
                     Op::Resize(true) => {
@@ -589,19 +641,21 @@ mod tests {
                             model.truncate(a.capacity());
                         }
                     }
-                    Op::Snapshot => snaps.push((a.clone(), model.clone())),
+                    Op::Snapshot => snaps.push((a.clone(), model.clone(), written.len())),
                     Op::DropSnapshot if !snaps.is_empty() => drop(snaps.remove(0)),
                     _ => {}
                 }
                 proptest::prop_assert_eq!(a.capacity(), model.len());
+                proptest::prop_assert_eq!(a.written_pages(), written.len());
             }
             for (i, v) in model.iter().enumerate() {
                 proptest::prop_assert_eq!(a.get(i), v);
             }
-            for (s, m) in &snaps {
+            for (s, m, w) in &snaps {
                 for (i, v) in m.iter().enumerate() {
                     proptest::prop_assert_eq!(s.get(i), v);
                 }
+                proptest::prop_assert_eq!(s.written_pages(), *w);
             }
             // Back to all `fill`: the memory of a new array of this length.
             for p in 0..model.len() / 16 {
@@ -610,6 +664,7 @@ mod tests {
                 }
                 a.canonicalize(p);
             }
+            proptest::prop_assert_eq!(a.written_pages(), 0);
             drop(snaps);
             let fresh = B::new(a.capacity(), 0);
             proptest::prop_assert_eq!(a.mem(&mut HashSet::new()), fresh.mem(&mut HashSet::new()));

@@ -405,6 +405,14 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         self.len
     }
 
+    /// The memory this RIB is charged (`route::limits`): each node as a
+    /// node and a chunk (a non-root node is a child in exactly one chunk,
+    /// so there are fewer chunks than nodes), and each route's entry. O(1).
+    pub(crate) fn charge(&self) -> usize {
+        self.nodes * (2 * HEADER + size_of::<Node<V>>() + size_of::<Chunk<V>>())
+            + self.len * size_of::<V>()
+    }
+
     /// Number of trie nodes (the root included).
     pub(crate) fn nodes(&self) -> usize {
         self.nodes

@@ -512,6 +512,11 @@ fn run_model(width: u8, batches: Vec<Vec<Op>>) {
             (Err(i), Ok(_)) => panic!("batch {bi} accepted, op {i} should fail"),
         }
         check_version(width, &r, &m, &extra, bi as u64);
+        assert_eq!(
+            r.charged_bytes(),
+            r.recharge(),
+            "batch {bi}: the running charge"
+        );
         history.push((r.clone(), m.clone()));
     }
     // Persistence: every old version still answers as it did.
@@ -538,6 +543,7 @@ fn run_model(width: u8, batches: Vec<Vec<Op>>) {
     let baseline = base().apply(&[RouteChange::VrfAdd { vrf: 0 }]).unwrap();
     if r.vrfs().count() > 0 {
         assert_eq!(empty.memory_bytes(), baseline.memory_bytes());
+        assert_eq!(empty.charged_bytes(), baseline.charged_bytes());
     }
     // Every node of every version (refused batches' copies included) freed
     // once: none leaked, none freed twice.
@@ -1036,6 +1042,16 @@ fn check_full_tables(v4: &[Prefix], v6: &[Prefix]) -> usize {
     let st = r.stats();
     assert_eq!(st.vrfs[0].routes4, v4.len());
     assert_eq!(st.vrfs[0].routes6, v6.len());
+    // The running charge is the recomputed one, and near the tables' own
+    // accounting (it leaves out directories, uniform pages and headers;
+    // see `limits`).
+    assert_eq!(r.charged_bytes(), r.recharge());
+    let ratio = st.charged_bytes as f64 / st.total_bytes as f64;
+    eprintln!(
+        "charged {} of {} bytes ({ratio:.3})",
+        st.charged_bytes, st.total_bytes
+    );
+    assert!((0.9..1.3).contains(&ratio), "charged / counted {ratio}");
 
     // ~100k lookups: random addresses and addresses inside the table's prefixes.
     let mut x = 0x1234_5678_9abc_def1u64;
@@ -1103,6 +1119,7 @@ fn check_full_tables(v4: &[Prefix], v6: &[Prefix]) -> usize {
     let est = e.stats();
     assert_eq!(est.vrfs, baseline.vrfs);
     assert_eq!(est.total_bytes, baseline.total_bytes);
+    assert_eq!(est.charged_bytes, baseline.charged_bytes);
     // and the loaded version is untouched by that
     assert_eq!(r.stats().vrfs, st.vrfs);
     st.total_bytes

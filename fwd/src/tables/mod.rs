@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use crate::acl::Classifier;
-use crate::route::{Routing, Vrf};
+use crate::route::{self, Routing, Vrf};
 
 mod ifaddr;
 mod mgmt;
@@ -144,10 +144,11 @@ impl Tables {
 }
 
 impl Tables {
-    /// Tables for `ports` with no routes and the classifier `acl`.
-    pub fn empty(ports: Vec<PortInfo>, acl: Arc<Classifier>) -> Tables {
+    /// Tables for `ports` with no routes and the classifier `acl`, whose
+    /// routing tables are held to `limits`.
+    pub fn empty(ports: Vec<PortInfo>, acl: Arc<Classifier>, limits: route::Limits) -> Tables {
         Tables {
-            routing: Routing::new(),
+            routing: Routing::with_limits(limits),
             acl,
             ports: Arc::from(ports),
             mgmt: Arc::new(Mgmt::default()),

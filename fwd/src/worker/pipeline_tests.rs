@@ -77,7 +77,11 @@ pub(in crate::worker) fn tables(extra: Vec<Change>) -> Tables {
             ..PortInfo::new("b", MAC_B, 0)
         },
     ];
-    let base = Tables::empty(ports, acl_w.current().clone());
+    let base = Tables::empty(
+        ports,
+        acl_w.current().clone(),
+        crate::route::Limits::default(),
+    );
     let addr = |a: &str, dev: &str| {
         Change::AddressAdd(wire::Address {
             addr: a.parse().unwrap(),

@@ -45,7 +45,11 @@ impl Packets for Frames {
 fn tables() -> Tables {
     let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
     let ports = vec![PortInfo::new("a", MAC_A, 0), PortInfo::new("b", MAC_B, 0)];
-    let base = Tables::empty(ports, acl_w.current().clone());
+    let base = Tables::empty(
+        ports,
+        acl_w.current().clone(),
+        crate::route::Limits::default(),
+    );
     let addr = |a: &str, dev: &str| {
         Change::AddressAdd(wire::Address {
             addr: a.parse().unwrap(),

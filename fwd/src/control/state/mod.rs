@@ -62,6 +62,16 @@ pub fn route_error(e: &RouteError) -> ErrorBody {
         | RouteError::UnknownNextHop(_)
         | RouteError::UnknownGroup(_) => ErrorKind::NotFound,
         RouteError::NextHopInUse { .. } | RouteError::GroupInUse { .. } => ErrorKind::Conflict,
+        RouteError::Full { capacity, .. } => {
+            let key = match capacity {
+                route::Capacity::Tables => "tables",
+                route::Capacity::Memory => "routing_mb",
+            };
+            return err(
+                ErrorKind::TooLarge,
+                format!("{e} (the config's limits.{key})"),
+            );
+        }
         _ => ErrorKind::Invalid,
     };
     err(kind, e.to_string())
@@ -586,7 +596,15 @@ pub fn apply(
     let mut e = Edit::new(base, acl_w, beneath);
     for (i, c) in changes.iter().enumerate() {
         e.at = i;
-        e.change(c).map_err(|er| er.at(i as u64 + 1))?;
+        if let Err(er) = e.change(c) {
+            let grown =
+                (e.routing.current().charged_bytes()).saturating_sub(base.routing.charged_bytes());
+            drop(e);
+            if grown >= super::heap::TRIM_AFTER_BYTES {
+                super::heap::give_back();
+            }
+            return Err(er.at(i as u64 + 1));
+        }
     }
     e.restore_beneath();
     e.collect_garbage()
@@ -650,7 +668,7 @@ pub fn derive(t: &Tables, changes: &[Change]) -> Result<Tables, ErrorBody> {
             ..p.clone()
         })
         .collect();
-    let base = Tables::empty(ports, Arc::clone(&t.acl));
+    let base = Tables::empty(ports, Arc::clone(&t.acl), t.routing.limits());
     let mut e = Edit::with_rules(&base, None, None);
     for (i, c) in changes.iter().enumerate() {
         e.change(c).map_err(|er| er.at(i as u64 + 1))?;
@@ -715,7 +733,13 @@ pub fn apply_learned(
             Some(m) => {
                 e.mgmt.learned.insert((port, ip), m);
                 e.retarget_neighbour(port, ip, Some(m))?;
-                e.neighbour_host_route(port, ip)?;
+                // At the routing limits the host route is left out: the
+                // MAC is still learned for the next hops through it, and
+                // the neighbour's traffic takes the connected route.
+                match e.neighbour_host_route(port, ip) {
+                    Err(er) if er.kind != ErrorKind::TooLarge => return Err(er),
+                    _ => {}
+                }
             }
             None => {
                 if e.mgmt.learned.remove(&(port, ip)).is_some() {

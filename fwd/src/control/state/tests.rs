@@ -4,7 +4,7 @@ use ctl::wire::{ErrorBody, ErrorKind};
 
 use super::{apply, prefix_of, AUTO_MIN_ID};
 use crate::acl;
-use crate::route::{Origin, Target};
+use crate::route::{Limits, Origin, Target};
 use crate::tables::{PortInfo, Tables};
 
 pub(crate) struct World {
@@ -14,6 +14,11 @@ pub(crate) struct World {
 
 impl World {
     pub fn new() -> World {
+        World::with_limits(Limits::default())
+    }
+
+    /// A world whose routing tables are held to `limits`.
+    pub fn with_limits(limits: Limits) -> World {
         let acl = acl::ClassifierWriter::new(acl::Config::default());
         let ports = vec![
             PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0),
@@ -21,7 +26,7 @@ impl World {
             PortInfo::new("red", [2, 0, 0, 0, 0, 3], 5),
         ];
         World {
-            t: Tables::empty(ports, acl.current().clone()),
+            t: Tables::empty(ports, acl.current().clone(), limits),
             acl,
         }
     }
@@ -389,4 +394,75 @@ fn a_learned_mac_reaches_the_named_and_the_unnamed_next_hops_through_that_neighb
     // Withdrawn: both lose it.
     let t = super::apply_learned(&t, &w.acl, &[(0, ip, None)], None).unwrap();
     assert!(all.iter().all(|&id| mac_of(&t, id).is_none()));
+}
+
+#[test]
+fn batches_past_the_routing_limits_are_refused_whole_naming_the_config_key() {
+    let mut w = World::with_limits(Limits {
+        tables: 2,
+        bytes: usize::MAX,
+    });
+    w.ok("route add 10.0.0.0/8 blackhole\nroute add 10.0.0.0/8 blackhole table 1\n");
+    w.refused(
+        "route add 10.1.0.0/16 blackhole\nroute add 10.0.0.0/8 blackhole table 2\n",
+        ErrorKind::TooLarge,
+        "limits.tables",
+    );
+    assert!(w.route(0, "10.1.0.0/16").is_none(), "refused whole");
+    assert_eq!(w.t.routing.vrfs().count(), 2);
+
+    // 1 MiB above an empty main table: a few dozen scattered host routes.
+    let empty = World::new();
+    let mut w = World::with_limits(Limits {
+        tables: 8,
+        bytes: empty.t.routing.charged_bytes() + (1 << 20),
+    });
+    let batch: String = (0..200u32)
+        .map(|i| format!("route add 2001:db8:{i:x}:1:{i:x}::{i:x}/128 blackhole\n"))
+        .collect();
+    w.refused(&batch, ErrorKind::TooLarge, "limits.routing_mb");
+    assert!(
+        w.route(0, "2001:db8:0:1:0::0/128").is_none(),
+        "refused whole"
+    );
+    w.ok(&batch[..batch.find("route add 2001:db8:a:").unwrap()]);
+    assert!(w.route(0, "2001:db8:9:1:9::9/128").is_some());
+}
+
+#[test]
+fn a_neighbour_learned_at_the_routing_memory_limit_keeps_its_mac_without_a_host_route() {
+    let setup = "address add 10.0.0.1/24 dev p0\nroute add 10.9.0.0/16 via 10.0.0.9\n";
+    let mut roomy = World::new();
+    roomy.ok(setup);
+    // The same tables, held to exactly the memory they take.
+    let mut full = World::with_limits(Limits {
+        tables: 8,
+        bytes: roomy.t.routing.charged_bytes(),
+    });
+    full.ok(setup);
+    assert_eq!(
+        full.t.routing.charged_bytes(),
+        full.t.routing.limits().bytes
+    );
+    let (ip, mac) = ("10.0.0.9".parse().unwrap(), [2, 0, 0, 0, 0, 9]);
+    let gw_mac = |t: &Tables| match t
+        .routing
+        .entry(0, prefix_of("10.9.0.0/16".parse().unwrap()).unwrap())
+    {
+        Some(e) => match e.target {
+            Target::NextHop(id) => t.routing.nexthop(id).unwrap().mac,
+            other => panic!("{other:?}"),
+        },
+        None => panic!("the route"),
+    };
+    let host = prefix_of("10.0.0.9/32".parse().unwrap()).unwrap();
+    let t = super::apply_learned(&full.t, &full.acl, &[(0, ip, Some(mac))], None).unwrap();
+    assert_eq!(gw_mac(&t), Some(mac));
+    assert!(
+        t.routing.entry(0, host).is_none(),
+        "no room for the host route"
+    );
+    let t = super::apply_learned(&roomy.t, &roomy.acl, &[(0, ip, Some(mac))], None).unwrap();
+    assert_eq!(gw_mac(&t), Some(mac));
+    assert!(t.routing.entry(0, host).is_some());
 }
