@@ -302,6 +302,10 @@ fn status_stats_get_watch_and_save() {
     assert!(s.contains("generation   42"), "{s}");
     assert!(s.contains("uptime       1h02m"), "{s}");
     assert!(s.contains("pending      3 objects, 4.0 KiB"), "{s}");
+    assert!(
+        s.contains("routing      2 of 1024 tables, 113.0 MiB of 2.0 GiB"),
+        "{s}"
+    );
     assert!(s.contains("worker-1"), "{s}");
     let out = fwdctl(&server.path, &["-j", "status"]);
     let r: Response = serde_json::from_slice(&out.stdout).unwrap();

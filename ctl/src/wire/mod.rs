@@ -1072,6 +1072,21 @@ pub struct StatusReport {
     /// Connected clients, this one included.
     #[serde(default)]
     pub clients: u32,
+    /// The routing tables against their limits (absent from a daemon
+    /// older than the limits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<RoutingUsage>,
+}
+
+/// The routing tables against the config's `limits`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoutingUsage {
+    /// Routing tables (VRFs), and `limits.tables`.
+    pub tables: u64,
+    pub tables_limit: u64,
+    /// The memory the tables are charged, and `limits.routing_mb` in bytes.
+    pub bytes: u64,
+    pub bytes_limit: u64,
 }
 
 /// One worker as the writer last saw it.

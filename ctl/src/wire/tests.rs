@@ -697,6 +697,27 @@ fn ok_answers() {
     );
     golden(
         &ResponseLine::ok(
+            8,
+            Response::Status(StatusReport {
+                routing: Some(RoutingUsage {
+                    tables: 2,
+                    tables_limit: 1024,
+                    bytes: 1 << 20,
+                    bytes_limit: 2 << 30,
+                }),
+                ..StatusReport::default()
+            }),
+        ),
+        concat!(
+            r#"{"id":8,"ok":{"status":{"version":"","uptime_ms":0,"generation":0,"workers":[],"#,
+            r#""pending_objects":0,"pending_bytes":0,"reclaimed_objects":0,"reclaimed_bytes":0,"#,
+            r#""stalls":0,"backpressure_events":0,"backpressure_overruns":0,"#,
+            r#""publish_to_quiescent":{"count":0,"p50_ns":0,"p99_ns":0,"p999_ns":0,"max_ns":0},"#,
+            r#""clients":0,"routing":{"tables":2,"tables_limit":1024,"bytes":1048576,"bytes_limit":2147483648}}}}"#
+        ),
+    );
+    golden(
+        &ResponseLine::ok(
             9,
             Response::Saved(Saved {
                 path: "/etc/fwd/saved.conf".into(),
@@ -744,6 +765,7 @@ pub(crate) fn sample_status() -> StatusReport {
             max_ns: 120_000,
         },
         clients: 2,
+        routing: None,
     }
 }
 

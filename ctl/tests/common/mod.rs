@@ -213,6 +213,12 @@ pub fn status() -> StatusReport {
             max_ns: 100_000,
         },
         clients: 1,
+        routing: Some(RoutingUsage {
+            tables: 2,
+            tables_limit: 1024,
+            bytes: 113 << 20,
+            bytes_limit: 2048 << 20,
+        }),
         ..StatusReport::default()
     }
 }

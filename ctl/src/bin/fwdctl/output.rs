@@ -352,6 +352,17 @@ fn status<W: Write>(out: &mut W, s: &StatusReport) -> io::Result<()> {
     for (k, v) in rows {
         writeln!(out, "{k:<13}{v}")?;
     }
+    if let Some(r) = &s.routing {
+        writeln!(
+            out,
+            "{:<13}{} of {} tables, {} of {} (the config's limits)",
+            "routing",
+            r.tables,
+            r.tables_limit,
+            bytes(r.bytes),
+            bytes(r.bytes_limit)
+        )?;
+    }
     writeln!(out)?;
     let mut t = Table::new(
         &mut *out,

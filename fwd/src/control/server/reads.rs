@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ctl::wire::{
     self, Address, DropCount, ErrorBody, ErrorKind, GroupEntry, GroupMember, Item, Latency,
     LcoreStats, Mac, NeighEntry, NexthopEntry, Path as WirePath, PortRates, RateSample, Request,
-    Response, ResponseLine, RouteLookup, StatsReport, StatusReport, WorkerStatus,
+    Response, ResponseLine, RouteLookup, RoutingUsage, StatsReport, StatusReport, WorkerStatus,
 };
 
 use super::session::send;
@@ -414,6 +414,8 @@ fn stats_report(ctx: &ServerContext, rates: Option<RateSample>) -> StatsReport {
 
 pub(super) fn status(ctx: &ServerContext, clients: u32) -> Result<Response, ErrorBody> {
     let q = ctx.control.status()?;
+    let (_, t) = snapshot(ctx)?;
+    let limits = t.routing.limits();
     Ok(Response::Status(StatusReport {
         version: ctx.version.clone(),
         uptime_ms: ctx.started.elapsed().as_millis() as u64,
@@ -444,6 +446,12 @@ pub(super) fn status(ctx: &ServerContext, clients: u32) -> Result<Response, Erro
             max_ns: q.publish_to_quiescent.max_ns,
         },
         clients,
+        routing: Some(RoutingUsage {
+            tables: t.routing.vrfs().count() as u64,
+            tables_limit: limits.tables as u64,
+            bytes: t.routing.charged_bytes() as u64,
+            bytes_limit: limits.bytes as u64,
+        }),
     }))
 }
 
