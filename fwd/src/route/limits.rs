@@ -24,8 +24,9 @@
 //! headers. Tests hold it to the tables' own accounting (`Routing::stats`).
 //! Memory that a deleted route frees in the first level of a FIB is
 //! credited when its batch ends (that is when such pages go back to the
-//! shared zero page), so a batch that deletes and adds near the limit may
-//! have to be split in two.
+//! shared zero page), or before a change of the batch would be refused, so
+//! a batch that deletes and adds near the limit is judged on what it
+//! leaves.
 
 /// The capacities of the routing tables (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -257,3 +257,57 @@ fn next_hops_and_groups_past_the_memory_limit_are_refused() {
     assert_eq!(after.charged_bytes(), fill.charged_bytes());
     assert_eq!(after.charged_bytes(), after.recharge());
 }
+
+/// IPv4 /24s scattered over the first level: a page each, which a delete
+/// gives back only when its batch is trimmed.
+fn scattered24(i: u64) -> Prefix {
+    Prefix::V4(Prefix4::new_truncate(mix(i) as u32, 24).unwrap())
+}
+
+#[test]
+fn a_batch_that_deletes_and_adds_at_the_limit_is_judged_on_what_it_leaves() {
+    let empty = Routing::new()
+        .apply(&[RouteChange::VrfAdd { vrf: 0 }])
+        .unwrap();
+    let limit = empty.charged_bytes() + (256 << 10);
+    let mut r = Routing::with_limits(Limits {
+        tables: 1,
+        bytes: limit,
+    })
+    .apply(&[RouteChange::VrfAdd { vrf: 0 }])
+    .unwrap();
+    let mut added = Vec::new();
+    let mut i = 0;
+    let refused = loop {
+        let p = scattered24(i);
+        i += 1;
+        if r.get(0, p).is_some() {
+            continue;
+        }
+        match r.apply(&[add(0, p)]) {
+            Ok(next) => {
+                r = next;
+                added.push(p);
+            }
+            Err(_) => break p,
+        }
+        assert!(added.len() < 1000, "no refusal");
+    };
+    assert!(added.len() > 20, "refused after {}", added.len());
+    // One batch: a route out, another in. The page the delete frees is
+    // credited before the add is judged.
+    let swapped = r
+        .apply(&[
+            RouteChange::Del {
+                vrf: 0,
+                prefix: added[0],
+            },
+            add(0, refused),
+        ])
+        .unwrap();
+    assert!(swapped.charged_bytes() <= limit);
+    assert_eq!(swapped.charged_bytes(), swapped.recharge());
+    assert_eq!(swapped.route_count(0), r.route_count(0));
+    // Without the delete it is still refused.
+    assert!(r.apply(&[add(0, refused)]).is_err());
+}

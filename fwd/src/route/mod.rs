@@ -1079,6 +1079,17 @@ impl Txn {
 
     /// Finishes the batch: drops what became empty and returns the new version.
     pub fn commit(mut self) -> Routing {
+        self.trim();
+        self.r.version += 1;
+        self.r
+    }
+
+    /// Trims the families this batch wrote (first-level pages left all
+    /// zero go back to the shared zero page, the group pool's free tail
+    /// goes) and keeps the charge: at the end of a batch, and before a
+    /// change is refused at the memory limit, so that what the batch's
+    /// deletes freed is credited first.
+    fn trim(&mut self) {
         self.touched.sort_unstable();
         self.touched.dedup();
         if !self.touched.is_empty() {
@@ -1101,8 +1112,16 @@ impl Txn {
                 }
             }
         }
-        self.r.version += 1;
-        self.r
+    }
+
+    /// Whether a change that raised the charge from `before` took it past
+    /// the memory limit, once what this batch freed is credited ([`Txn::trim`]).
+    fn over_limit(&mut self, before: usize) -> bool {
+        if self.r.charge <= before || self.r.charge <= self.r.limits.bytes {
+            return false;
+        }
+        self.trim();
+        self.r.charge > self.r.limits.bytes
     }
 
     /// Applies one change.
@@ -1216,7 +1235,7 @@ impl Txn {
         let created = !self.r.vrfs.contains_key(&vrf);
         let before = self.r.charge;
         let old = self.write_route(vrf, prefix, entry);
-        if self.r.charge > before && self.r.charge > self.r.limits.bytes {
+        if self.over_limit(before) {
             match old {
                 Some(o) => {
                     self.write_route(vrf, prefix, o);
@@ -1434,17 +1453,18 @@ impl Txn {
         if self.r.nhs.get(id).is_some() {
             return Err(RouteError::NextHopExists(id));
         }
-        let before = self.r.nhs.charge();
+        let before = self.r.charge;
+        let table = self.r.nhs.charge();
         let nhs = make_mut(&mut self.r.nhs);
         nhs.put(id, nh);
-        let after = nhs.charge();
-        if after > before && self.r.charge - before + after > self.r.limits.bytes {
+        self.r.charge = self.r.charge - table + nhs.charge();
+        if self.over_limit(before) {
+            let table = self.r.nhs.charge();
+            let nhs = make_mut(&mut self.r.nhs);
             nhs.remove(id);
-            let undone = nhs.charge();
-            self.r.charge = self.r.charge - before + undone;
+            self.r.charge = self.r.charge - table + nhs.charge();
             return Err(self.memory_full());
         }
-        self.r.charge = self.r.charge - before + after;
         Ok(())
     }
 
@@ -1549,7 +1569,7 @@ impl Txn {
     fn put_group_checked(&mut self, id: GroupId, g: Group) -> Result<(), RouteError> {
         let before = self.r.charge;
         let old = self.put_group(id, Some(Arc::new(g)));
-        if self.r.charge > before && self.r.charge > self.r.limits.bytes {
+        if self.over_limit(before) {
             self.put_group(id, old);
             return Err(self.memory_full());
         }
@@ -1632,9 +1652,8 @@ impl Txn {
         self.check_new_table(vrf)?;
         let before = self.r.charge;
         self.vrf_mut(vrf);
-        if self.r.charge > self.r.limits.bytes {
+        if self.over_limit(before) {
             self.drop_table(vrf);
-            debug_assert_eq!(self.r.charge, before);
             return Err(self.memory_full());
         }
         Ok(())
