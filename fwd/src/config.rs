@@ -487,6 +487,9 @@ pub struct ControlConfig {
     /// Where `fwdctl config save NAME` writes (any peer); other absolute
     /// paths are for root only.
     pub save_dir: PathBuf,
+    /// Files a peer that is not root may keep in `save_dir`: a save under
+    /// a new name is refused past it (overwriting one is not).
+    pub max_saved_files: usize,
     /// Largest request line in bytes.
     pub max_request_bytes: usize,
     /// Bound on memory waiting for reclamation (bytes).
@@ -511,6 +514,7 @@ impl Default for ControlConfig {
             idle_timeout_s: 900,
             request_timeout_s: 30,
             save_dir: PathBuf::from("/var/lib/fwd"),
+            max_saved_files: 16,
             max_request_bytes: 128 << 20,
             max_pending_bytes: 512 << 20,
             stall_ms: 1000,
@@ -587,6 +591,9 @@ impl ControlConfig {
         }
         if !(1..=3600).contains(&self.request_timeout_s) {
             return Err(invalid("control.request_timeout_s", "must be 1..=3600"));
+        }
+        if self.max_saved_files == 0 {
+            return Err(invalid("control.max_saved_files", "must be at least 1"));
         }
         if self.max_pending_bytes < 1 << 20 {
             return Err(invalid(
@@ -1258,6 +1265,7 @@ neighbours:
                 "control.request_timeout_s",
             ),
             ("control: {stall_ms: 0}\n", "control.stall_ms"),
+            ("control: {max_saved_files: 0}\n", "control.max_saved_files"),
             (
                 "datapath: {acl_flow_cache: 2000000}\n",
                 "datapath.acl_flow_cache",

@@ -126,6 +126,7 @@ fn run() -> Result<()> {
         idle_timeout: Duration::from_secs(cfg.control.idle_timeout_s),
         request_timeout: Duration::from_secs(cfg.control.request_timeout_s),
         save_dir: cfg.control.save_dir.clone(),
+        max_saved_files: cfg.control.max_saved_files,
     })
     .with_context(|| format!("control socket {}", cfg.control.socket.display()))?;
 

@@ -60,6 +60,8 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// Where `config save NAME` writes.
     pub save_dir: PathBuf,
+    /// Files a peer that is not an admin may keep there.
+    pub max_saved_files: usize,
 }
 
 pub use super::ports::PortMeta;

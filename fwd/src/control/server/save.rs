@@ -1,7 +1,10 @@
 //! `config save`: where the running state may be written, and writing it
 //! so that no one else's file is ever touched.
 //!
-//! - A bare file name goes into `control.save_dir`. Any peer may save there.
+//! - A bare file name goes into `control.save_dir`. Any peer may save there,
+//!   under at most `control.max_saved_files` names unless it is an admin:
+//!   a full view saves ~40 MB, and a peer saving under name after name
+//!   would otherwise fill the disk that `/var` holds.
 //! - An absolute path elsewhere is for root and the daemon's own user only:
 //!   a member of the socket group must not make the root daemon write a
 //!   file it could not write itself.
@@ -102,15 +105,47 @@ pub fn write_atomically(path: &Path, text: &[u8], mode: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Refuses a save to `path`, a new name in `save_dir`, when `save_dir`
+/// already holds `max` files (the saves' own temporary files, hidden, are
+/// not counted). Overwriting a file that is there is always allowed.
+///
+/// # Errors
+/// `TooLarge`, naming the limit.
+pub fn room_for(save_dir: &Path, path: &Path, max: usize) -> Result<(), ErrorBody> {
+    if path.parent() != Some(save_dir) || std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    let held = std::fs::read_dir(save_dir).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .count()
+    });
+    if held >= max {
+        return Err(ErrorBody::new(
+            ErrorKind::TooLarge,
+            format!(
+                "{} holds {held} saved files (control.max_saved_files {max}): \
+                 save under one of their names, or have root remove some",
+                save_dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `config save NAME` by a peer that is `admin` or not.
 pub fn config_save(
     ctx: &ServerContext,
-    save_dir: &Path,
+    cfg: &super::ServerConfig,
     own_uid: u32,
     name: &str,
     admin: bool,
 ) -> Result<Response, ErrorBody> {
+    let save_dir = cfg.save_dir.as_path();
     let path = target(save_dir, name, admin)?;
+    if !admin {
+        room_for(save_dir, &path, cfg.max_saved_files)?;
+    }
     let (generation, t) = ctx.control.snapshot()?;
     let (text, lines) = super::super::saved::running_text(&t, generation);
     if path.parent() == Some(save_dir) {
@@ -162,6 +197,25 @@ mod tests {
             let e = target(dir, bad, true).unwrap_err();
             assert_eq!(e.kind, ErrorKind::Invalid, "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn new_names_past_the_saved_file_limit_are_refused_but_overwrites_go() {
+        let d = scratch("room");
+        for n in ["a", "b", "c"] {
+            std::fs::write(d.join(n), "saved\n").unwrap();
+        }
+        // A save's temporary file (hidden) is not a saved file.
+        std::fs::write(d.join(".d.1.2.tmp"), "").unwrap();
+        room_for(&d, &d.join("d"), 4).unwrap();
+        let e = room_for(&d, &d.join("d"), 3).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TooLarge, "{e}");
+        assert!(e.message.contains("control.max_saved_files 3"), "{e}");
+        room_for(&d, &d.join("b"), 3).unwrap();
+        room_for(&d, &d.join("b"), 1).unwrap();
+        // Elsewhere (an admin's absolute path) it does not count.
+        room_for(&d, Path::new("/etc/fwd/x"), 1).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     fn scratch(tag: &str) -> PathBuf {

@@ -213,7 +213,7 @@ fn handle(sh: &Shared, w: &mut Writer, id: u64, req: Request, admin: bool) -> io
         Request::Batch { changes } => ok(w, ctx.control.apply(changes).map(Response::Done)),
         Request::ConfigSave { path } => ok(
             w,
-            save::config_save(ctx, &sh.cfg.save_dir, sh.policy.own_uid, &path, admin),
+            save::config_save(ctx, &sh.cfg, sh.policy.own_uid, &path, admin),
         ),
         Request::NeighFlush { dev } => ok(w, reads::neigh_flush(ctx, dev.as_deref())),
         Request::Status {} => ok(w, reads::status(ctx, sh.clients())),
