@@ -14,6 +14,7 @@
 # default limits (`limits` in the config), two batches that go past them:
 #   - N routes, each in a table of its own (past `limits.tables`);
 #   - 150,000 IPv6 /128s scattered as above (past `limits.routing_mb`);
+#   - N static neighbours off any subnet (past `limits.neighbours`);
 # each must be refused whole; the line refused, the time and the RSS before,
 # after and at the peak are recorded.
 # Results go to bench-results/memory.md.
@@ -55,6 +56,9 @@ v6_routes 3 8 128 > "$WORK/v6_128.batch"
 v6_routes 5 8 128 150000 > "$WORK/over_memory.batch"
 awk -v n="$N" 'BEGIN { for (i = 1; i <= n; i++)
     print "route add 10.0.0.0/8 blackhole table " i }' > "$WORK/over_tables.batch"
+awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++)
+    printf "neigh add 172.%d.%d.%d lladdr 02:00:00:00:00:01 dev p1\n",
+        16 + int(i / 65536) % 16, int(i / 256) % 256, i % 256 }' > "$WORK/over_neighbours.batch"
 awk -v n="$N" 'BEGIN { srand(4); for (i = 0; i < n; i++)
     printf "rule add prio %d proto udp %s %d action drop\n", 1000 + i,
            (i % 2 ? "dport" : "sport"), 1 + int(rand() * 65535) }' > "$WORK/crossed.batch"
@@ -85,7 +89,7 @@ done
 
 # At the default limits: each batch must be refused, nothing applied.
 limit_rows=""
-for w in over_tables over_memory; do
+for w in over_tables over_memory over_neighbours; do
     write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "fwdmem$$"
     "$REL/fwd" "$WORK/fwd.yaml" > "$WORK/log" 2>&1 &
     pid=$!
@@ -102,7 +106,7 @@ for w in over_tables over_memory; do
     kill -INT "$pid"
     wait "$pid" || true
     grep -q "nothing was applied" "$WORK/out" || { cat "$WORK/out" >&2; exit 1; }
-    why=$(sed -n 's/^fwdctl: [^:]*: line \([0-9]*\): too_large: \(.*\) (the config.*$/line \1: \2/p' "$WORK/out")
+    why=$(sed -n 's/^fwdctl: [^:]*: line \([0-9]*\): too_large: \(.*[^ ]\) *(the config.*$/line \1: \2/p' "$WORK/out")
     [ -n "$why" ] || { cat "$WORK/out" >&2; exit 1; }
     row=$(awk -v w="$w" -v n="$(wc -l < "$WORK/$w.batch")" -v why="$why" -v b="$before" -v a="$after" -v p="$peak" -v t0="$t0" -v t1="$t1" \
         'BEGIN { printf "| %s | %d | %s | %.1f s | %.0f MB | %.0f MB | %.0f MB |", w, n, why, t1 - t0, b / 1024, a / 1024, p / 1024 }')

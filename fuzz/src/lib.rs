@@ -20,7 +20,7 @@ pub fn two_ports() -> (Tables, acl::ClassifierWriter) {
         PortInfo::new(PORTS[1], [2, 0, 0, 0, 0, 2], 0),
     ];
     (
-        Tables::empty(ports, acl_w.current().clone(), fwd::route::Limits::default()),
+        Tables::empty(ports, acl_w.current().clone(), fwd::tables::Limits::default()),
         acl_w,
     )
 }

@@ -83,6 +83,8 @@ pub struct LimitsConfig {
     /// Memory the routing tables may take, MiB: the FIBs, RIBs, next hops
     /// and ECMP groups of every table, as the tables charge it.
     pub routing_mb: usize,
+    /// Static neighbours (`fwdctl neigh add`), every port.
+    pub neighbours: usize,
 }
 
 impl Default for LimitsConfig {
@@ -90,6 +92,7 @@ impl Default for LimitsConfig {
         LimitsConfig {
             tables: crate::route::Limits::DEFAULT_TABLES,
             routing_mb: crate::route::Limits::DEFAULT_MB,
+            neighbours: crate::tables::Limits::DEFAULT_NEIGHBOURS,
         }
     }
 }
@@ -99,10 +102,13 @@ impl LimitsConfig {
     pub const MAX_ROUTING_MB: usize = 1 << 24;
 
     /// The limits the tables are held to.
-    pub fn limits(&self) -> crate::route::Limits {
-        crate::route::Limits {
-            tables: self.tables,
-            bytes: self.routing_mb << 20,
+    pub fn limits(&self) -> crate::tables::Limits {
+        crate::tables::Limits {
+            routing: crate::route::Limits {
+                tables: self.tables,
+                bytes: self.routing_mb << 20,
+            },
+            neighbours: self.neighbours,
         }
     }
 }

@@ -503,7 +503,7 @@ impl Rig {
         let t = Tables::empty(
             ports,
             acl_w.current().clone(),
-            fwd::route::Limits::default(),
+            fwd::tables::Limits::default(),
         );
         let addr = |a: &str, dev: &str| {
             Change::AddressAdd(wire::Address {

@@ -345,7 +345,7 @@ mod fast_path {
             PortInfo::new("in", SMAC, 0),
             PortInfo::new("out", [2, 0, 0, 0, 9, 1], 0),
         ];
-        let base = Tables::empty(ports, acl.current().clone(), fwd::route::Limits::default());
+        let base = Tables::empty(ports, acl.current().clone(), fwd::tables::Limits::default());
         let (a_in, a_out, gw) = if v6 {
             ("fd00::ffff:fffe/64", "fd09::1/64", "fd09::2")
         } else {

@@ -81,6 +81,10 @@ impl Fixture {
             PortInfo::new("a", [2, 0, 0, 0, 0, 1], 0),
             PortInfo::new("b", [2, 0, 0, 0, 0, 2], 0),
         ];
+        let limits = crate::tables::Limits {
+            routing: limits,
+            ..crate::tables::Limits::default()
+        };
         let base = Tables::empty(ports, acl.current().clone(), limits);
         let t = state::apply(
             &base,

@@ -570,7 +570,11 @@ mod tests {
         let (counters, _) = acl::CounterSet::new(1, cfg.slots() as usize);
         let ports = vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)];
         let mut writer = qsbr::domain(
-            Tables::empty(ports, acl.current().clone(), route::Limits::default()),
+            Tables::empty(
+                ports,
+                acl.current().clone(),
+                crate::tables::Limits::default(),
+            ),
             QsbrConfig::default(),
         );
         let reader = writer.register_reader("test-worker");
@@ -639,7 +643,11 @@ mod tests {
     fn a_port_in_a_vrf_gets_its_connected_and_local_routes_there() {
         let mut acl_w = acl::ClassifierWriter::new(acl::Config::default());
         let ports = vec![PortInfo::new("red", [2, 0, 0, 0, 0, 5], 5)];
-        let base = Tables::empty(ports, acl_w.current().clone(), route::Limits::default());
+        let base = Tables::empty(
+            ports,
+            acl_w.current().clone(),
+            crate::tables::Limits::default(),
+        );
         let changes = vec![
             Change::AddressAdd(wire::Address {
                 addr: "10.5.0.1/24".parse().unwrap(),

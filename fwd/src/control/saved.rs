@@ -168,7 +168,11 @@ mod tests {
                 PortInfo::new("p1", [2, 0, 0, 0, 0, 2], 0),
             ];
             (
-                Tables::empty(ports, acl_w.current().clone(), route::Limits::default()),
+                Tables::empty(
+                    ports,
+                    acl_w.current().clone(),
+                    crate::tables::Limits::default(),
+                ),
                 acl_w,
             )
         };
@@ -213,7 +217,7 @@ mod tests {
         let base = Tables::empty(
             vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)],
             w.current().clone(),
-            route::Limits::default(),
+            crate::tables::Limits::default(),
         );
         let text = "address add 10.0.0.1/24 dev p0\n";
         let t = super::super::apply_changes(

@@ -358,7 +358,7 @@ fn live(n: u32, max_rule_series: usize) -> (ControlLcore, qsbr::Reader<Tables>, 
         Tables::empty(
             ports,
             acl_w.current().clone(),
-            crate::route::Limits::default(),
+            crate::tables::Limits::default(),
         ),
         QsbrConfig::default(),
     );

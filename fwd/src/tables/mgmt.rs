@@ -20,7 +20,7 @@ use crate::route::{GroupId, NhId};
 /// copies a path, where `std` maps made every batch, a route change or one
 /// neighbour's new MAC, copy them whole (200 us per batch with 10,000
 /// learned neighbours, 2-3.5 ms with 100,000; `bench-results/batch.md`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Mgmt {
     /// Static neighbours.
     pub neighbours: OrdMap<(u16, IpAddr), [u8; 6]>,
@@ -36,6 +36,23 @@ pub struct Mgmt {
     pub auto_group_by_id: HashMap<GroupId, Vec<(NhId, u32)>>,
     /// The next hops classifier rules steer to (`action nexthop N`).
     pub rule_nexthops: RuleRefs,
+    /// The most static neighbours there may be (`super::Limits`).
+    pub max_neighbours: usize,
+}
+
+impl Default for Mgmt {
+    fn default() -> Self {
+        Mgmt {
+            neighbours: OrdMap::new(),
+            learned: OrdMap::new(),
+            auto_nh: HashMap::new(),
+            auto_by_id: HashMap::new(),
+            auto_group: HashMap::new(),
+            auto_group_by_id: HashMap::new(),
+            rule_nexthops: RuleRefs::default(),
+            max_neighbours: super::Limits::DEFAULT_NEIGHBOURS,
+        }
+    }
 }
 
 impl Mgmt {

@@ -143,15 +143,53 @@ impl Tables {
     }
 }
 
+/// What the tables may hold (the config's `limits`): a change past one is
+/// refused, so that no client can grow them until the kernel kills the
+/// daemon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The routing tables' (see [`route::Limits`]).
+    pub routing: route::Limits,
+    /// Static neighbours (`fwdctl neigh add`), every port: they need no
+    /// connected subnet and take no route, so nothing else bounds them
+    /// (the learned ones are bounded by `neigh.max_entries`).
+    pub neighbours: usize,
+}
+
+impl Limits {
+    /// Default [`Limits::neighbours`]: ~7 MB of entries.
+    pub const DEFAULT_NEIGHBOURS: usize = 65536;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            routing: route::Limits::default(),
+            neighbours: Self::DEFAULT_NEIGHBOURS,
+        }
+    }
+}
+
 impl Tables {
-    /// Tables for `ports` with no routes and the classifier `acl`, whose
-    /// routing tables are held to `limits`.
-    pub fn empty(ports: Vec<PortInfo>, acl: Arc<Classifier>, limits: route::Limits) -> Tables {
+    /// Tables for `ports` with no routes and the classifier `acl`, held to
+    /// `limits` (every version made from them).
+    pub fn empty(ports: Vec<PortInfo>, acl: Arc<Classifier>, limits: Limits) -> Tables {
         Tables {
-            routing: Routing::with_limits(limits),
+            routing: Routing::with_limits(limits.routing),
             acl,
             ports: Arc::from(ports),
-            mgmt: Arc::new(Mgmt::default()),
+            mgmt: Arc::new(Mgmt {
+                max_neighbours: limits.neighbours,
+                ..Mgmt::default()
+            }),
+        }
+    }
+
+    /// The limits these tables are held to.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            routing: self.routing.limits(),
+            neighbours: self.mgmt.max_neighbours,
         }
     }
 }

@@ -80,7 +80,7 @@ pub(in crate::worker) fn tables(extra: Vec<Change>) -> Tables {
     let base = Tables::empty(
         ports,
         acl_w.current().clone(),
-        crate::route::Limits::default(),
+        crate::tables::Limits::default(),
     );
     let addr = |a: &str, dev: &str| {
         Change::AddressAdd(wire::Address {

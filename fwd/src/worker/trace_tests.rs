@@ -48,7 +48,7 @@ fn tables() -> Tables {
     let base = Tables::empty(
         ports,
         acl_w.current().clone(),
-        crate::route::Limits::default(),
+        crate::tables::Limits::default(),
     );
     let addr = |a: &str, dev: &str| {
         Change::AddressAdd(wire::Address {

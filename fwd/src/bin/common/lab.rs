@@ -2,8 +2,8 @@
 //! `bench_fpm` and `bench_batch`).
 
 use ctl::wire::{self, Change};
+use fwd::acl;
 use fwd::tables::{PortInfo, Tables};
-use fwd::{acl, route};
 
 /// Two ports, `a` (10.0.0.1/24, fd00:0::1/64) and `b` (10.1.0.1/24,
 /// fd00:1::1/64), no route beyond the connected ones and no rule; with the
@@ -14,7 +14,11 @@ pub fn two_ports() -> (Tables, acl::ClassifierWriter) {
         PortInfo::new("a", [2, 0, 0, 0, 0, 1], 0),
         PortInfo::new("b", [2, 0, 0, 0, 0, 2], 0),
     ];
-    let t = Tables::empty(ports, acl_w.current().clone(), route::Limits::default());
+    let t = Tables::empty(
+        ports,
+        acl_w.current().clone(),
+        fwd::tables::Limits::default(),
+    );
     let addr = |a: &str, dev: &str| {
         Change::AddressAdd(wire::Address {
             addr: a.parse().expect("address"),

@@ -445,6 +445,15 @@ impl<'a> Edit<'a> {
             | Change::GroupDel { .. } => self.nexthop_change(c)?,
             Change::NeighAdd(n) | Change::NeighReplace(n) => {
                 let port = self.port(&n.dev)?;
+                let max = self.mgmt.max_neighbours;
+                if self.mgmt.neighbours.len() >= max
+                    && !self.mgmt.neighbours.contains_key(&(port, n.addr))
+                {
+                    return Err(err(
+                        ErrorKind::TooLarge,
+                        format!("static neighbours full: {max} (the config's limits.neighbours)"),
+                    ));
+                }
                 let prev = self.mgmt.neighbours.insert((port, n.addr), n.lladdr.0);
                 self.mgmt.learned.remove(&(port, n.addr));
                 if prev.is_some() && matches!(c, Change::NeighAdd(_)) {
@@ -668,7 +677,7 @@ pub fn derive(t: &Tables, changes: &[Change]) -> Result<Tables, ErrorBody> {
             ..p.clone()
         })
         .collect();
-    let base = Tables::empty(ports, Arc::clone(&t.acl), t.routing.limits());
+    let base = Tables::empty(ports, Arc::clone(&t.acl), t.limits());
     let mut e = Edit::with_rules(&base, None, None);
     for (i, c) in changes.iter().enumerate() {
         e.change(c).map_err(|er| er.at(i as u64 + 1))?;

@@ -26,7 +26,14 @@ impl World {
             PortInfo::new("red", [2, 0, 0, 0, 0, 3], 5),
         ];
         World {
-            t: Tables::empty(ports, acl.current().clone(), limits),
+            t: Tables::empty(
+                ports,
+                acl.current().clone(),
+                crate::tables::Limits {
+                    routing: limits,
+                    ..crate::tables::Limits::default()
+                },
+            ),
             acl,
         }
     }
@@ -465,4 +472,31 @@ fn a_neighbour_learned_at_the_routing_memory_limit_keeps_its_mac_without_a_host_
     let t = super::apply_learned(&roomy.t, &roomy.acl, &[(0, ip, Some(mac))], None).unwrap();
     assert_eq!(gw_mac(&t), Some(mac));
     assert!(t.routing.entry(0, host).is_some());
+}
+
+#[test]
+fn static_neighbours_past_the_limit_are_refused_and_replacing_or_deleting_goes() {
+    let acl = acl::ClassifierWriter::new(acl::Config::default());
+    let ports = vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)];
+    let limits = crate::tables::Limits {
+        neighbours: 2,
+        ..crate::tables::Limits::default()
+    };
+    let mut w = World {
+        t: Tables::empty(ports, acl.current().clone(), limits),
+        acl,
+    };
+    // Off any subnet: nothing but the limit stops them.
+    w.ok("neigh add 172.16.0.1 lladdr 02:00:00:00:00:01 dev p0\n\
+          neigh add 172.16.0.2 lladdr 02:00:00:00:00:02 dev p0\n");
+    w.refused(
+        "neigh add 172.16.0.3 lladdr 02:00:00:00:00:03 dev p0\n",
+        ErrorKind::TooLarge,
+        "limits.neighbours",
+    );
+    assert_eq!(w.t.mgmt.neighbours.len(), 2);
+    w.ok("neigh replace 172.16.0.2 lladdr 02:00:00:00:00:09 dev p0\n");
+    w.ok("neigh del 172.16.0.1 dev p0\nneigh add 172.16.0.3 lladdr 02:00:00:00:00:03 dev p0\n");
+    assert_eq!(w.t.mgmt.neighbours.len(), 2);
+    assert_eq!(w.t.limits(), limits, "every version keeps the limits");
 }
