@@ -90,43 +90,53 @@ fn a_table_past_the_limit_is_refused_and_none_is_created() {
     assert_eq!(r3.charged_bytes(), r.charged_bytes());
 }
 
-#[test]
-fn routes_past_the_memory_limit_are_refused_and_undone() {
+/// The main table alone (and the empty version), held to `room` bytes
+/// above its charge; then `next(0)`, `next(1)`... added one a version
+/// until one is refused. Returns the empty version, the version at the
+/// limit, the routes in it and the one refused.
+fn filled(room: usize, next: impl Fn(u64) -> Prefix) -> (Routing, Routing, Vec<Prefix>, Prefix) {
     let empty = Routing::new()
         .apply(&[RouteChange::VrfAdd { vrf: 0 }])
         .unwrap();
-    let limit = empty.charged_bytes() + (1 << 20);
+    let limit = empty.charged_bytes() + room;
     let mut r = Routing::with_limits(Limits {
         tables: 4,
         bytes: limit,
     })
     .apply(&[RouteChange::VrfAdd { vrf: 0 }])
     .unwrap();
-    // One route a version until one is refused: 1 MiB is a few dozen.
     let mut added = Vec::new();
-    let refused = loop {
-        let p = scattered(added.len() as u64);
+    for i in 0..1000 {
+        let p = next(i);
+        if r.get(0, p).is_some() {
+            continue;
+        }
         match r.apply(&[add(0, p)]) {
-            Ok(next) => {
-                assert!(next.charged_bytes() <= limit);
-                assert_eq!(next.charged_bytes(), next.recharge());
-                r = next;
+            Ok(more) => {
+                assert!(more.charged_bytes() <= limit);
+                assert_eq!(more.charged_bytes(), more.recharge());
+                r = more;
                 added.push(p);
             }
             Err(e) => {
-                assert_eq!(
-                    e.error,
-                    RouteError::Full {
-                        capacity: Capacity::Memory,
-                        limit
-                    }
-                );
-                break p;
+                let full = RouteError::Full {
+                    capacity: Capacity::Memory,
+                    limit,
+                };
+                assert_eq!(e.error, full);
+                assert!(added.len() > 20, "refused after {} routes", added.len());
+                return (empty, r, added, p);
             }
         }
-        assert!(added.len() < 1000, "no refusal");
-    };
-    assert!(added.len() > 20, "refused after {} routes", added.len());
+    }
+    panic!("no refusal");
+}
+
+#[test]
+fn routes_past_the_memory_limit_are_refused_and_undone() {
+    // 1 MiB is a few dozen of these.
+    let (empty, r, added, refused) = filled(1 << 20, scattered);
+    let limit = r.limits().bytes;
     // The charge follows the tables' own accounting on this costliest
     // kind of route too.
     let ratio = r.charged_bytes() as f64 / r.memory_bytes() as f64;
@@ -266,34 +276,8 @@ fn scattered24(i: u64) -> Prefix {
 
 #[test]
 fn a_batch_that_deletes_and_adds_at_the_limit_is_judged_on_what_it_leaves() {
-    let empty = Routing::new()
-        .apply(&[RouteChange::VrfAdd { vrf: 0 }])
-        .unwrap();
-    let limit = empty.charged_bytes() + (256 << 10);
-    let mut r = Routing::with_limits(Limits {
-        tables: 1,
-        bytes: limit,
-    })
-    .apply(&[RouteChange::VrfAdd { vrf: 0 }])
-    .unwrap();
-    let mut added = Vec::new();
-    let mut i = 0;
-    let refused = loop {
-        let p = scattered24(i);
-        i += 1;
-        if r.get(0, p).is_some() {
-            continue;
-        }
-        match r.apply(&[add(0, p)]) {
-            Ok(next) => {
-                r = next;
-                added.push(p);
-            }
-            Err(_) => break p,
-        }
-        assert!(added.len() < 1000, "no refusal");
-    };
-    assert!(added.len() > 20, "refused after {}", added.len());
+    let (_, r, added, refused) = filled(256 << 10, scattered24);
+    let limit = r.limits().bytes;
     // One batch: a route out, another in. The page the delete frees is
     // credited before the add is judged.
     let swapped = r
