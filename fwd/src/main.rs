@@ -444,6 +444,7 @@ fn run() -> Result<()> {
                 ports: port_meta.clone(),
                 pool: Some(Arc::clone(&pool)),
                 host: cfg.host.as_ref().map(|_| Arc::clone(&host_counters)),
+                fpm: cfg.fpm.as_ref().map(|_| Arc::clone(&fpm_status)),
                 max_rule_series: m.max_rule_series,
                 version: format!("fwd {}", env!("CARGO_PKG_VERSION")),
             };

@@ -39,6 +39,8 @@ pub struct Sources {
     pub pool: Option<Arc<Mempool>>,
     /// The host thread's counters, when the host path is on.
     pub host: Option<Arc<HostCounters>>,
+    /// The FPM session's counters, when FPM is on.
+    pub fpm: Option<crate::control::fpm::SharedStatus>,
     /// Rules with a series of their own, at most.
     pub max_rule_series: usize,
     /// `fwd x.y.z`, for `fwd_build_info`.
@@ -168,6 +170,17 @@ pub fn gather(src: &Sources) -> Result<Sample, wire::ErrorBody> {
     ];
     if let Some(h) = &src.host {
         control_events.extend(h.named());
+    }
+    if let Some(f) = &src.fpm {
+        let f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        control_events.extend([
+            ("fpm_connects", f.connects),
+            ("fpm_routes_added", f.routes_added),
+            ("fpm_routes_deleted", f.routes_deleted),
+            // Refused routes (the limits among the reasons): `fpm show`
+            // has the last error.
+            ("fpm_routes_refused", f.refused),
+        ]);
     }
 
     let port_name = |p: u16| {

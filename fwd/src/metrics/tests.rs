@@ -399,6 +399,11 @@ fn live(n: u32, max_rule_series: usize) -> (ControlLcore, qsbr::Reader<Tables>, 
         ports: Vec::new(),
         pool: None,
         host: None,
+        fpm: Some(Arc::new(std::sync::Mutex::new(ctl::wire::FpmStatus {
+            routes_added: 7,
+            refused: 2,
+            ..Default::default()
+        }))),
         max_rule_series,
         version: "fwd test".into(),
     };
@@ -433,6 +438,10 @@ fn rule_series_are_bounded_and_the_rest_counted() {
     assert!(ex.family("fwd_mempool_mbufs").is_none());
     // Neighbour states: every state of every port, zero here.
     assert_eq!(ex.select("fwd_neighbours", &[("port", "p0")]).count(), 6);
+    // The FPM session's counters.
+    let event = |e: &str| ex.get("fwd_control_events_total", &[("event", e)]);
+    assert_eq!(event("fpm_routes_added"), Some(7.0));
+    assert_eq!(event("fpm_routes_refused"), Some(2.0));
     drop(src);
     drop(reader);
     c.stop();
