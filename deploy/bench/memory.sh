@@ -15,6 +15,7 @@
 #   - N routes, each in a table of its own (past `limits.tables`);
 #   - 150,000 IPv6 /128s scattered as above (past `limits.routing_mb`);
 #   - N static neighbours off any subnet (past `limits.neighbours`);
+#   - N addresses on one port (past `limits.addresses`);
 # each must be refused whole; the line refused, the time and the RSS before,
 # after and at the peak are recorded.
 # Results go to bench-results/memory.md.
@@ -59,6 +60,8 @@ awk -v n="$N" 'BEGIN { for (i = 1; i <= n; i++)
 awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++)
     printf "neigh add 172.%d.%d.%d lladdr 02:00:00:00:00:01 dev p1\n",
         16 + int(i / 65536) % 16, int(i / 256) % 256, i % 256 }' > "$WORK/over_neighbours.batch"
+awk -v n="$N" 'BEGIN { for (i = 0; k < n; i++) { if (i % 256 == 0 || i % 256 == 255) continue; k++
+    printf "address add 11.%d.%d.%d/8 dev p0\n", int(i / 65536) % 256, int(i / 256) % 256, i % 256 } }' > "$WORK/over_addresses.batch"
 awk -v n="$N" 'BEGIN { srand(4); for (i = 0; i < n; i++)
     printf "rule add prio %d proto udp %s %d action drop\n", 1000 + i,
            (i % 2 ? "dport" : "sport"), 1 + int(rand() * 65535) }' > "$WORK/crossed.batch"
@@ -89,7 +92,7 @@ done
 
 # At the default limits: each batch must be refused, nothing applied.
 limit_rows=""
-for w in over_tables over_memory over_neighbours; do
+for w in over_tables over_memory over_neighbours over_addresses; do
     write_ctl_config "$WORK/fwd.yaml" "$WORK/fwd.sock" "fwdmem$$"
     "$REL/fwd" "$WORK/fwd.yaml" > "$WORK/log" 2>&1 &
     pid=$!

@@ -85,6 +85,8 @@ pub struct LimitsConfig {
     pub routing_mb: usize,
     /// Static neighbours (`fwdctl neigh add`), every port.
     pub neighbours: usize,
+    /// Addresses a port (the config's and `fwdctl address add`'s).
+    pub addresses: usize,
 }
 
 impl Default for LimitsConfig {
@@ -93,6 +95,7 @@ impl Default for LimitsConfig {
             tables: crate::route::Limits::DEFAULT_TABLES,
             routing_mb: crate::route::Limits::DEFAULT_MB,
             neighbours: crate::tables::Limits::DEFAULT_NEIGHBOURS,
+            addresses: crate::tables::Limits::DEFAULT_ADDRESSES,
         }
     }
 }
@@ -109,6 +112,7 @@ impl LimitsConfig {
                 bytes: self.routing_mb << 20,
             },
             neighbours: self.neighbours,
+            addresses: self.addresses,
         }
     }
 }

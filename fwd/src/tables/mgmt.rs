@@ -38,6 +38,8 @@ pub struct Mgmt {
     pub rule_nexthops: RuleRefs,
     /// The most static neighbours there may be (`super::Limits`).
     pub max_neighbours: usize,
+    /// The most addresses a port may have (`super::Limits`).
+    pub max_addresses: usize,
 }
 
 impl Default for Mgmt {
@@ -51,6 +53,7 @@ impl Default for Mgmt {
             auto_group_by_id: HashMap::new(),
             rule_nexthops: RuleRefs::default(),
             max_neighbours: super::Limits::DEFAULT_NEIGHBOURS,
+            max_addresses: super::Limits::DEFAULT_ADDRESSES,
         }
     }
 }

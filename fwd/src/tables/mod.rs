@@ -154,11 +154,17 @@ pub struct Limits {
     /// connected subnet and take no route, so nothing else bounds them
     /// (the learned ones are bounded by `neigh.max_entries`).
     pub neighbours: usize,
+    /// Addresses a port: the workers scan a port's addresses to answer
+    /// ARP and neighbour solicitations, and a batch checks each new one
+    /// against them.
+    pub addresses: usize,
 }
 
 impl Limits {
     /// Default [`Limits::neighbours`]: ~7 MB of entries.
     pub const DEFAULT_NEIGHBOURS: usize = 65536;
+    /// Default [`Limits::addresses`].
+    pub const DEFAULT_ADDRESSES: usize = 1024;
 }
 
 impl Default for Limits {
@@ -166,6 +172,7 @@ impl Default for Limits {
         Limits {
             routing: route::Limits::default(),
             neighbours: Self::DEFAULT_NEIGHBOURS,
+            addresses: Self::DEFAULT_ADDRESSES,
         }
     }
 }
@@ -180,6 +187,7 @@ impl Tables {
             ports: Arc::from(ports),
             mgmt: Arc::new(Mgmt {
                 max_neighbours: limits.neighbours,
+                max_addresses: limits.addresses,
                 ..Mgmt::default()
             }),
         }
@@ -190,6 +198,7 @@ impl Tables {
         Limits {
             routing: self.routing.limits(),
             neighbours: self.mgmt.max_neighbours,
+            addresses: self.mgmt.max_addresses,
         }
     }
 }

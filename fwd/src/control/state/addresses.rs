@@ -103,10 +103,20 @@ impl Edit<'_> {
         match c {
             Change::AddressAdd(a) => {
                 let port = self.port(&a.dev)?;
+                let max = self.mgmt.max_addresses;
+                if self.ports()[usize::from(port)].addresses.len() >= max {
+                    return Err(err(
+                        ErrorKind::TooLarge,
+                        format!(
+                            "{} has {max} addresses (the config's limits.addresses)",
+                            a.dev
+                        ),
+                    ));
+                }
                 self.check_address(port, a.addr)?;
-                let mut ports = self.ports().to_vec();
-                ports[usize::from(port)].addresses.push(ifaddr_of(a.addr));
-                self.ports = Some(ports);
+                self.ports_mut()[usize::from(port)]
+                    .addresses
+                    .push(ifaddr_of(a.addr));
                 let net = prefix_of(a.addr.network())?;
                 let host = host_prefix(a.addr.addr());
                 let vrf = self.vrf(port);
@@ -131,18 +141,19 @@ impl Edit<'_> {
             }
             Change::AddressDel(a) => {
                 let port = self.port(&a.dev)?;
-                let mut ports = self.ports().to_vec();
-                let pi = &mut ports[usize::from(port)];
-                let Some(k) = pi.addresses.iter().position(|x| *x == ifaddr_of(a.addr)) else {
+                if !self.ports()[usize::from(port)]
+                    .addresses
+                    .contains(&ifaddr_of(a.addr))
+                {
                     return Err(err(
                         ErrorKind::NotFound,
                         format!("{} has no address {}", a.dev, a.addr),
                     ));
-                };
-                pi.addresses.remove(k);
+                }
+                let pi = &mut self.ports_mut()[usize::from(port)];
+                pi.addresses.retain(|x| *x != ifaddr_of(a.addr));
                 let subnet = ifaddr_of(a.addr).subnet();
                 let same_subnet = pi.addresses.iter().any(|x| x.subnet() == subnet);
-                self.ports = Some(ports);
                 let attached: Vec<IpAddr> = self
                     .mgmt
                     .neighbours

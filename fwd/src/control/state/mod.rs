@@ -167,6 +167,13 @@ impl<'a> Edit<'a> {
         self.ports.as_deref().unwrap_or(&self.base.ports)
     }
 
+    /// The ports, writable: copied from the base once a batch (a copy per
+    /// change made a batch of address changes quadratic).
+    fn ports_mut(&mut self) -> &mut [PortInfo] {
+        let base = &self.base.ports;
+        self.ports.get_or_insert_with(|| base.to_vec())
+    }
+
     fn port(&self, name: &str) -> Result<u16, ErrorBody> {
         self.ports()
             .iter()
@@ -480,9 +487,7 @@ impl<'a> Edit<'a> {
             Change::AddressAdd(_) | Change::AddressDel(_) => self.address_change(c)?,
             Change::PortSet { dev, up } => {
                 let port = self.port(dev)?;
-                let mut ports = self.ports().to_vec();
-                ports[usize::from(port)].admin_up = *up;
-                self.ports = Some(ports);
+                self.ports_mut()[usize::from(port)].admin_up = *up;
             }
             Change::RuleAdd(r) | Change::RuleReplace(r) => {
                 let id = match (r.id, c) {

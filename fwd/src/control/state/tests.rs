@@ -500,3 +500,34 @@ fn static_neighbours_past_the_limit_are_refused_and_replacing_or_deleting_goes()
     assert_eq!(w.t.mgmt.neighbours.len(), 2);
     assert_eq!(w.t.limits(), limits, "every version keeps the limits");
 }
+
+#[test]
+fn addresses_past_the_limit_of_a_port_are_refused_and_deleting_makes_room() {
+    let acl = acl::ClassifierWriter::new(acl::Config::default());
+    let ports = vec![
+        PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0),
+        PortInfo::new("p1", [2, 0, 0, 0, 0, 2], 0),
+    ];
+    let limits = crate::tables::Limits {
+        addresses: 2,
+        ..crate::tables::Limits::default()
+    };
+    let mut w = World {
+        t: Tables::empty(ports, acl.current().clone(), limits),
+        acl,
+    };
+    w.ok("address add 10.0.0.1/24 dev p0\naddress add 10.0.0.2/24 dev p0\n");
+    w.refused(
+        "address add 10.0.0.3/24 dev p0\n",
+        ErrorKind::TooLarge,
+        "limits.addresses",
+    );
+    assert_eq!(w.t.ports[0].addresses.len(), 2);
+    assert!(w.route(0, "10.0.0.3/32").is_none());
+    // A limit a port: another port has room of its own.
+    w.ok("address add 10.1.0.1/24 dev p1\n");
+    w.ok("address del 10.0.0.1/24 dev p0\naddress add 10.0.0.3/24 dev p0\n");
+    assert!(w.route(0, "10.0.0.3/32").is_some());
+    assert!(w.route(0, "10.0.0.1/32").is_none());
+    assert_eq!(w.t.limits(), limits);
+}
