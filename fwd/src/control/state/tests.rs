@@ -14,11 +14,19 @@ pub(crate) struct World {
 
 impl World {
     pub fn new() -> World {
-        World::with_limits(Limits::default())
+        World::with_limits(crate::tables::Limits::default())
     }
 
     /// A world whose routing tables are held to `limits`.
-    pub fn with_limits(limits: Limits) -> World {
+    pub fn with_routing_limits(limits: Limits) -> World {
+        World::with_limits(crate::tables::Limits {
+            routing: limits,
+            ..crate::tables::Limits::default()
+        })
+    }
+
+    /// A world whose tables are held to `limits`.
+    pub fn with_limits(limits: crate::tables::Limits) -> World {
         let acl = acl::ClassifierWriter::new(acl::Config::default());
         let ports = vec![
             PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0),
@@ -26,14 +34,7 @@ impl World {
             PortInfo::new("red", [2, 0, 0, 0, 0, 3], 5),
         ];
         World {
-            t: Tables::empty(
-                ports,
-                acl.current().clone(),
-                crate::tables::Limits {
-                    routing: limits,
-                    ..crate::tables::Limits::default()
-                },
-            ),
+            t: Tables::empty(ports, acl.current().clone(), limits),
             acl,
         }
     }
@@ -405,7 +406,7 @@ fn a_learned_mac_reaches_the_named_and_the_unnamed_next_hops_through_that_neighb
 
 #[test]
 fn batches_past_the_routing_limits_are_refused_whole_naming_the_config_key() {
-    let mut w = World::with_limits(Limits {
+    let mut w = World::with_routing_limits(Limits {
         tables: 2,
         bytes: usize::MAX,
     });
@@ -420,7 +421,7 @@ fn batches_past_the_routing_limits_are_refused_whole_naming_the_config_key() {
 
     // 1 MiB above an empty main table: a few dozen scattered host routes.
     let empty = World::new();
-    let mut w = World::with_limits(Limits {
+    let mut w = World::with_routing_limits(Limits {
         tables: 8,
         bytes: empty.t.routing.charged_bytes() + (1 << 20),
     });
@@ -442,7 +443,7 @@ fn a_neighbour_learned_at_the_routing_memory_limit_keeps_its_mac_without_a_host_
     let mut roomy = World::new();
     roomy.ok(setup);
     // The same tables, held to exactly the memory they take.
-    let mut full = World::with_limits(Limits {
+    let mut full = World::with_routing_limits(Limits {
         tables: 8,
         bytes: roomy.t.routing.charged_bytes(),
     });
@@ -476,16 +477,11 @@ fn a_neighbour_learned_at_the_routing_memory_limit_keeps_its_mac_without_a_host_
 
 #[test]
 fn static_neighbours_past_the_limit_are_refused_and_replacing_or_deleting_goes() {
-    let acl = acl::ClassifierWriter::new(acl::Config::default());
-    let ports = vec![PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0)];
     let limits = crate::tables::Limits {
         neighbours: 2,
         ..crate::tables::Limits::default()
     };
-    let mut w = World {
-        t: Tables::empty(ports, acl.current().clone(), limits),
-        acl,
-    };
+    let mut w = World::with_limits(limits);
     // Off any subnet: nothing but the limit stops them.
     w.ok("neigh add 172.16.0.1 lladdr 02:00:00:00:00:01 dev p0\n\
           neigh add 172.16.0.2 lladdr 02:00:00:00:00:02 dev p0\n");
@@ -503,19 +499,11 @@ fn static_neighbours_past_the_limit_are_refused_and_replacing_or_deleting_goes()
 
 #[test]
 fn addresses_past_the_limit_of_a_port_are_refused_and_deleting_makes_room() {
-    let acl = acl::ClassifierWriter::new(acl::Config::default());
-    let ports = vec![
-        PortInfo::new("p0", [2, 0, 0, 0, 0, 1], 0),
-        PortInfo::new("p1", [2, 0, 0, 0, 0, 2], 0),
-    ];
     let limits = crate::tables::Limits {
         addresses: 2,
         ..crate::tables::Limits::default()
     };
-    let mut w = World {
-        t: Tables::empty(ports, acl.current().clone(), limits),
-        acl,
-    };
+    let mut w = World::with_limits(limits);
     w.ok("address add 10.0.0.1/24 dev p0\naddress add 10.0.0.2/24 dev p0\n");
     w.refused(
         "address add 10.0.0.3/24 dev p0\n",
