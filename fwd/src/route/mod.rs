@@ -498,6 +498,15 @@ impl<const W: u32> Family<W> {
         self.rib.charge() + self.fib.charge()
     }
 
+    /// `op` on the family `f` (made private), with its charge before and
+    /// after: the writes of a [`Txn`] keep the version's charge with them.
+    fn charged<R>(f: &mut Arc<Self>, op: impl FnOnce(&mut Self) -> R) -> (R, usize, usize) {
+        let f = make_mut(f);
+        let before = f.charge();
+        let r = op(f);
+        (r, before, f.charge())
+    }
+
     /// `addr/len -> entry` (its target encoded `v`) into RIB and FIB;
     /// returns the old entry. The FIB is written only when the target changed.
     fn set(
@@ -1195,15 +1204,19 @@ impl Txn {
         }
     }
 
-    /// Refuses a new VRF past [`Limits::tables`].
-    fn check_new_table(&self, vrf: Vrf) -> Result<(), RouteError> {
-        if !self.r.vrfs.contains_key(&vrf) && self.r.vrfs.len() >= self.r.limits.tables {
+    /// Whether a write to VRF `vrf` would create it; refused past
+    /// [`Limits::tables`].
+    fn new_table(&self, vrf: Vrf) -> Result<bool, RouteError> {
+        if self.r.vrfs.contains_key(&vrf) {
+            return Ok(false);
+        }
+        if self.r.vrfs.len() >= self.r.limits.tables {
             return Err(RouteError::Full {
                 capacity: Capacity::Tables,
                 limit: self.r.limits.tables,
             });
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Drops VRF `vrf` and its charge.
@@ -1231,8 +1244,7 @@ impl Txn {
         prefix: Prefix,
         entry: Entry,
     ) -> Result<Option<Entry>, RouteError> {
-        self.check_new_table(vrf)?;
-        let created = !self.r.vrfs.contains_key(&vrf);
+        let created = self.new_table(vrf)?;
         let before = self.r.charge;
         let old = self.write_route(vrf, prefix, entry);
         if self.over_limit(before) {
@@ -1259,17 +1271,11 @@ impl Txn {
         let v = encode(entry.target);
         let t = self.vrf_mut(vrf);
         let (old, before, after) = match prefix {
-            Prefix::V4(p) => {
-                let f = make_mut(&mut t.v4);
-                let before = f.charge();
-                let old = f.set(p.addr() as u128, p.len(), entry, v, &mut kids);
-                (old, before, f.charge())
-            }
+            Prefix::V4(p) => Family::charged(&mut t.v4, |f| {
+                f.set(p.addr() as u128, p.len(), entry, v, &mut kids)
+            }),
             Prefix::V6(p) => {
-                let f = make_mut(&mut t.v6);
-                let before = f.charge();
-                let old = f.set(p.addr(), p.len(), entry, v, &mut kids);
-                (old, before, f.charge())
+                Family::charged(&mut t.v6, |f| f.set(p.addr(), p.len(), entry, v, &mut kids))
             }
         };
         self.scratch = kids;
@@ -1298,18 +1304,12 @@ impl Txn {
         let mut kids = std::mem::take(&mut self.scratch);
         let t = self.vrf_mut(vrf);
         let (old, before, after) = match prefix {
-            Prefix::V4(p) => {
-                let f = make_mut(&mut t.v4);
-                let before = f.charge();
-                let old = f.remove_if(p.addr() as u128, p.len(), &mut kids, pred);
-                (old, before, f.charge())
-            }
-            Prefix::V6(p) => {
-                let f = make_mut(&mut t.v6);
-                let before = f.charge();
-                let old = f.remove_if(p.addr(), p.len(), &mut kids, pred);
-                (old, before, f.charge())
-            }
+            Prefix::V4(p) => Family::charged(&mut t.v4, |f| {
+                f.remove_if(p.addr() as u128, p.len(), &mut kids, pred)
+            }),
+            Prefix::V6(p) => Family::charged(&mut t.v6, |f| {
+                f.remove_if(p.addr(), p.len(), &mut kids, pred)
+            }),
         };
         self.scratch = kids;
         self.r.charge = self.r.charge - before + after;
@@ -1454,15 +1454,9 @@ impl Txn {
             return Err(RouteError::NextHopExists(id));
         }
         let before = self.r.charge;
-        let table = self.r.nhs.charge();
-        let nhs = make_mut(&mut self.r.nhs);
-        nhs.put(id, nh);
-        self.r.charge = self.r.charge - table + nhs.charge();
+        self.put_nh(id, Some(nh));
         if self.over_limit(before) {
-            let table = self.r.nhs.charge();
-            let nhs = make_mut(&mut self.r.nhs);
-            nhs.remove(id);
-            self.r.charge = self.r.charge - table + nhs.charge();
+            self.put_nh(id, None);
             return Err(self.memory_full());
         }
         Ok(())
@@ -1475,9 +1469,19 @@ impl Txn {
     pub fn nh_update(&mut self, id: NhId, nh: NextHop) -> Result<NextHop, RouteError> {
         let old = *self.r.nhs.get(id).ok_or(RouteError::UnknownNextHop(id))?;
         if old != nh {
-            make_mut(&mut self.r.nhs).put(id, nh);
+            self.put_nh(id, Some(nh));
         }
         Ok(old)
+    }
+
+    /// Puts `nh` at `id` (`None`: removes it) and keeps the charge; returns
+    /// the next hop that was there.
+    fn put_nh(&mut self, id: NhId, nh: Option<NextHop>) -> Option<NextHop> {
+        let before = self.r.nhs.charge();
+        let nhs = make_mut(&mut self.r.nhs);
+        let old = nhs.replace(id, nh);
+        self.r.charge = self.r.charge - before + nhs.charge();
+        old
     }
 
     /// Deletes an unused next hop.
@@ -1490,11 +1494,7 @@ impl Txn {
         if refs != 0 {
             return Err(RouteError::NextHopInUse { id, refs });
         }
-        let before = self.r.nhs.charge();
-        let nhs = make_mut(&mut self.r.nhs);
-        let old = nhs.remove(id).ok_or(RouteError::UnknownNextHop(id));
-        self.r.charge = self.r.charge - before + nhs.charge();
-        old
+        self.put_nh(id, None).ok_or(RouteError::UnknownNextHop(id))
     }
 
     fn build_group(&self, id: GroupId, members: &[(NhId, u32)]) -> Result<Group, RouteError> {
@@ -1551,14 +1551,7 @@ impl Txn {
         let before = self.r.groups.charge();
         let added = g.as_ref().map_or(0, |g| g.charge());
         let groups = make_mut(&mut self.r.groups);
-        let old = match g {
-            Some(g) => {
-                let old = groups.get(id).cloned();
-                groups.put(id, g);
-                old
-            }
-            None => groups.remove(id),
-        };
+        let old = groups.replace(id, g);
         let removed = old.as_ref().map_or(0, |g| g.charge());
         self.r.charge = self.r.charge + groups.charge() + added - before - removed;
         old
@@ -1649,7 +1642,7 @@ impl Txn {
         if self.r.vrfs.contains_key(&vrf) {
             return Err(RouteError::VrfExists(vrf));
         }
-        self.check_new_table(vrf)?;
+        self.new_table(vrf)?;
         let before = self.r.charge;
         self.vrf_mut(vrf);
         if self.over_limit(before) {

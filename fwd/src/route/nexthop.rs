@@ -320,6 +320,18 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> IdTable<T> {
         old
     }
 
+    /// Stores `v` at `id` (`None`: removes it); returns what was there.
+    pub(crate) fn replace(&mut self, id: u32, v: Option<T>) -> Option<T> {
+        match v {
+            Some(v) => {
+                let old = self.get(id).cloned();
+                self.put(id, v);
+                old
+            }
+            None => self.remove(id),
+        }
+    }
+
     /// The largest id present.
     pub(crate) fn last_id(&self) -> Option<u32> {
         self.high.last(HIGH_IDS).or_else(|| self.low.last(0))

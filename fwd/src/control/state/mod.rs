@@ -611,8 +611,11 @@ pub fn apply(
     for (i, c) in changes.iter().enumerate() {
         e.at = i;
         if let Err(er) = e.change(c) {
-            let grown =
-                (e.routing.current().charged_bytes()).saturating_sub(base.routing.charged_bytes());
+            let grown = e
+                .routing
+                .current()
+                .charged_bytes()
+                .saturating_sub(base.routing.charged_bytes());
             drop(e);
             if grown >= super::heap::TRIM_AFTER_BYTES {
                 super::heap::give_back();
