@@ -394,12 +394,12 @@ fn main() {
     let s6 = r6.loaded.stats();
     let sb = both.stats();
     println!("\n## Memory (own accounting: every allocation reachable from the version)\n");
-    println!("| version | RIB v4 | FIB v4 | RIB v6 | FIB v6 | total | tbl24 private pages v4/v6 | tbl8 groups v4/v6 | RIB nodes v4/v6 |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| version | RIB v4 | FIB v4 | RIB v6 | FIB v6 | total | tbl24 private pages v4/v6 | tbl8 groups v4/v6 | pairs v4/v6 | RIB nodes v4/v6 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, s) in [("IPv4 only", &s4), ("IPv6 only", &s6), ("both", &sb)] {
         let v = &s.vrfs[0];
         println!(
-            "| {name} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.1} MiB | {}/{} | {}/{} | {}/{} |",
+            "| {name} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.1} MiB | {}/{} | {}/{} | {}/{} | {}/{} |",
             mib(v.rib4_bytes),
             mib(v.fib4_bytes),
             mib(v.rib6_bytes),
@@ -409,6 +409,8 @@ fn main() {
             v.tbl24_pages6,
             v.tbl8_used4,
             v.tbl8_used6,
+            v.pairs4,
+            v.pairs6,
             v.rib_nodes4,
             v.rib_nodes6
         );

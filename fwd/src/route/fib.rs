@@ -3,9 +3,24 @@
 //!
 //! Entries are `u32`:
 //! * `0`: no route;
-//! * bit 31 ([`EXT`]) set: the low 31 bits are the index of a 256-entry group in
-//!   `pool` that resolves the next 8 address bits;
-//! * otherwise an encoded [`Target`](super::Target) (see `encode`).
+//! * bit 31 ([`EXT`]) set and bit 30 ([`PAIR`]) clear: the low 30 bits are
+//!   the index of a 256-entry group in `pool` that resolves the next 8
+//!   address bits;
+//! * [`EXT`] and [`PAIR`] set: a *pair* stands for a group whose entries
+//!   are all one plain value but one, which leads further down (the path
+//!   to a long prefix: an IPv6 /128 alone in its /24 needed a chain of 13
+//!   groups, 13 KiB; now 12 pairs and its last level's group, 1.1 KiB);
+//!   bits 22..30 are the byte `k` of that one entry, the low 22 bits the
+//!   index `p` of the pair, whose two entries are pool entries `2p` (every
+//!   byte but `k`) and `2p + 1` (byte `k`). A lookup takes entry
+//!   `2p + (byte == k)`: still one load a level, and no branch. Pairs are
+//!   packed 128 to a group of the pool ([`Pool::blocks`]). A group whose
+//!   one exception is a plain value (where lookups end) stays a group:
+//!   pairs there put the pair's index arithmetic in the lanes of the
+//!   common bursts (the IPv6 fast path +10% in-process on 1000 /64 routes
+//!   through one gateway, `bench-results/route.md`);
+//! * otherwise an encoded [`Target`](super::Target) (see `encode`), below
+//!   bit 27 (bit 30 tells a burst that a lane's next level is a pair).
 //!
 //! The first level (2^24 entries, 64 MiB when fully private) and the group pool
 //! are [`PArray`]s of 4 KiB pages, so a batch copies only the pages it touches and
@@ -35,6 +50,18 @@ pub(crate) const BURST_MAX: usize = 64;
 
 /// Entry flag: the entry points to a group of the next level.
 pub(crate) const EXT: u32 = 1 << 31;
+/// With [`EXT`]: the next level is a pair (see the module doc).
+const PAIR: u32 = 1 << 30;
+/// A dense group's index in an [`EXT`] entry.
+const GROUP_MASK: u32 = PAIR - 1;
+/// A pair's index in a [`PAIR`] entry; its exceptional byte is above it.
+const PAIR_BITS: u32 = 22;
+const PAIR_MASK: u32 = (1 << PAIR_BITS) - 1;
+/// Pairs a pool group holds.
+const PAIRS_PER_GROUP: usize = GROUP / 2;
+/// Pool groups that can hold pairs: those whose pairs' indices fit the
+/// entry's 22 bits. Past them a group stays whole.
+const PAIR_GROUPS: usize = (1 << PAIR_BITS) / PAIRS_PER_GROUP;
 const GROUP: usize = 256;
 const PAGE: usize = 1024;
 const MIDP: usize = 32;
@@ -72,6 +99,66 @@ struct Pool {
     /// No free group below `free_hint * 64`.
     free_hint: usize,
     used: usize,
+    /// The groups that hold pairs, by group index, each with its free
+    /// pairs (bit `j` set: pair `g * 128 + j` is free). A group's last
+    /// pair freed frees the group.
+    blocks: Vec<(u32, [u64; 2])>,
+    /// No block with a free pair before `blocks[block_hint]`.
+    block_hint: usize,
+    /// Pairs in use.
+    pairs: usize,
+}
+
+/// What a group could become after a write ([`Fib::group_shape`]).
+enum Shape {
+    /// One value everywhere.
+    Uniform(u32),
+    /// `fill` everywhere but at byte `k`, which holds `x`, an [`EXT`] entry.
+    Pair { fill: u32, k: usize, x: u32 },
+    /// Neither.
+    Other,
+}
+
+/// What an [`EXT`] entry points to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Child {
+    /// A group.
+    Group(usize),
+    /// Pair `p`, its exceptional byte `k`.
+    Pair(usize, usize),
+}
+
+impl Child {
+    #[inline(always)]
+    fn of(e: u32) -> Child {
+        debug_assert_ne!(e & EXT, 0);
+        if e & PAIR == 0 {
+            Child::Group((e & GROUP_MASK) as usize)
+        } else {
+            Child::Pair(
+                (e & PAIR_MASK) as usize,
+                ((e & GROUP_MASK) >> PAIR_BITS) as usize,
+            )
+        }
+    }
+
+    fn entry(self) -> u32 {
+        match self {
+            Child::Group(g) => EXT | g as u32,
+            Child::Pair(p, k) => EXT | PAIR | (k as u32) << PAIR_BITS | p as u32,
+        }
+    }
+}
+
+/// The pool index of the entry that [`EXT`] entry `e` leads to for the
+/// address byte `byte`: a group's entry `byte`, or a pair's first or
+/// second entry. Branch-free (a select), as the burst lookups need it.
+#[inline(always)]
+fn next_index(e: u32, byte: usize) -> usize {
+    let group = ((e & GROUP_MASK) as usize) << 8 | byte;
+    let k = ((e & GROUP_MASK) >> PAIR_BITS) as usize;
+    let pair = ((e & PAIR_MASK) as usize) << 1 | usize::from(byte == k);
+    std::hint::select_unpredictable(e & PAIR != 0, pair, group)
 }
 
 impl<const W: u32> Default for Fib<W> {
@@ -91,14 +178,22 @@ impl<const W: u32> Fib<W> {
                 free: Vec::new(),
                 free_hint: 0,
                 used: 0,
+                blocks: Vec::new(),
+                block_hint: 0,
+                pairs: 0,
             }),
             zeroed: Vec::new(),
         }
     }
 
-    /// Groups in use.
+    /// Groups in use (those that hold pairs too).
     pub(crate) fn groups_used(&self) -> usize {
         self.pool.used
+    }
+
+    /// Pairs in use (see the module doc).
+    pub(crate) fn pairs_used(&self) -> usize {
+        self.pool.pairs
     }
 
     /// Groups allocated in the pool (used + free).
@@ -123,6 +218,7 @@ impl<const W: u32> Fib<W> {
                 + size_of::<Pool>()
                 + self.pool.tbl.mem(seen)
                 + self.pool.free.capacity() * size_of::<u64>()
+                + self.pool.blocks.capacity() * size_of::<(u32, [u64; 2])>()
         } else {
             0
         };
@@ -178,8 +274,10 @@ impl<const W: u32> Fib<W> {
         let mut shift = Self::SHIFT0;
         while e & EXT != 0 && shift >= 8 {
             shift -= 8;
-            let i = (((e & !EXT) as usize) << 8) | ((addr >> shift) as usize & 0xff);
-            e = *self.pool.tbl.get(i);
+            e = *self
+                .pool
+                .tbl
+                .get(next_index(e, (addr >> shift) as usize & 0xff));
         }
         e
     }
@@ -281,17 +379,73 @@ impl<const W: u32> Fib<W> {
         if e == v {
             return; // the whole block already resolves to v
         }
-        let g = if e & EXT != 0 {
-            (e & !EXT) as usize
-        } else {
+        let g = if e & EXT == 0 {
             let g = self.alloc_group(e);
             self.set(t, idx, EXT | g as u32);
             g
+        } else {
+            match Child::of(e) {
+                Child::Group(g) => g,
+                Child::Pair(p, k) if Self::within(lo, hi, shift - 8, k) => {
+                    // All of the write is below the pair's own entry: it
+                    // stays a pair, unless its entry becomes its fill.
+                    let sub = (1u128 << (shift - 8)) - 1;
+                    if lo & sub == 0 && hi & sub == sub {
+                        self.full(Tab::Pool, 2 * p + 1, 2 * p + 1, v);
+                    } else {
+                        self.partial(Tab::Pool, 2 * p + 1, shift - 8, lo, hi, v);
+                    }
+                    let (fill, x) = self.pair(p);
+                    if x == fill {
+                        self.set(t, idx, fill);
+                        self.free_pair(p);
+                    }
+                    return;
+                }
+                Child::Pair(p, k) => {
+                    // Written beside its own entry: a whole group again
+                    // first.
+                    let (fill, x) = self.pair(p);
+                    let g = self.alloc_group(fill);
+                    self.set(Tab::Pool, g * GROUP + k, x);
+                    self.free_pair(p);
+                    self.set(t, idx, EXT | g as u32);
+                    g
+                }
+            }
         };
         self.fill_in(Tab::Pool, g * GROUP, 8, shift - 8, lo, hi, v);
-        if let Some(u) = self.group_uniform(g) {
-            self.set(t, idx, u);
-            self.free_group(g);
+        self.settle(t, idx, g);
+    }
+
+    /// Whether `[lo, hi]` (inside one entry's block) lies in the part of
+    /// it that its byte `k` below resolves, each byte resolving `2^shift`
+    /// addresses.
+    #[inline]
+    fn within(lo: u128, hi: u128, shift: u32, k: usize) -> bool {
+        let byte = |a: u128| (a >> shift) as usize & 0xff;
+        byte(lo) == k && byte(hi) == k
+    }
+
+    /// Group `g`, under entry `t[idx]`, after a write: a group of one value
+    /// collapses into the entry; one of one value but at one byte that
+    /// leads further down becomes a pair, where a pair can be had (see
+    /// [`PAIR_GROUPS`]).
+    fn settle(&mut self, t: Tab, idx: usize, g: usize) {
+        match self.group_shape(g) {
+            Shape::Uniform(u) => {
+                self.set(t, idx, u);
+                self.free_group(g);
+            }
+            Shape::Pair { fill, k, x } => {
+                if let Some(p) = self.alloc_pair() {
+                    self.set(Tab::Pool, 2 * p, fill);
+                    self.set(Tab::Pool, 2 * p + 1, x);
+                    self.set(t, idx, Child::Pair(p, k).entry());
+                    self.free_group(g);
+                }
+            }
+            Shape::Other => {}
         }
     }
 
@@ -306,7 +460,7 @@ impl<const W: u32> Fib<W> {
             if old != v {
                 self.set(t, a, v);
                 if old & EXT != 0 {
-                    self.free_group_rec((old & !EXT) as usize);
+                    self.free_child(old);
                 }
             }
             return;
@@ -326,7 +480,7 @@ impl<const W: u32> Fib<W> {
                 if !self.tbl24.is_uniform(p, &v) {
                     let old = self.tbl24.page(p);
                     if !self.tbl24.is_canonical(p) && has_ext(&old[..]) {
-                        nested.extend(old.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
+                        nested.extend(old.iter().filter(|&&x| x & EXT != 0));
                     }
                     self.tbl24.set_uniform(p, v);
                 }
@@ -337,7 +491,7 @@ impl<const W: u32> Fib<W> {
             let cur = &arr.page(p)[s..=e];
             if !all_eq(cur, v) {
                 if has_ext(cur) {
-                    nested.extend(cur.iter().filter(|&&x| x & EXT != 0).map(|&x| x & !EXT));
+                    nested.extend(cur.iter().filter(|&&x| x & EXT != 0));
                 }
                 arr.page_mut(p)[s..=e].fill(v);
                 if v == 0 && t == Tab::T24 {
@@ -346,8 +500,8 @@ impl<const W: u32> Fib<W> {
             }
             i = end + 1;
         }
-        for g in nested {
-            self.free_group_rec(g as usize);
+        for e in nested {
+            self.free_child(e);
         }
     }
 
@@ -356,10 +510,110 @@ impl<const W: u32> Fib<W> {
         &self.pool.tbl.page(g * GROUP / PAGE)[off..off + GROUP]
     }
 
-    fn group_uniform(&self, g: usize) -> Option<u32> {
+    /// What group `g` could become (see [`Fib::settle`]): a pair only
+    /// where its one exception is an [`EXT`] entry (see the module doc).
+    fn group_shape(&self, g: usize) -> Shape {
         let s = self.group(g);
-        let first = s[0];
-        (first & EXT == 0 && all_eq(s, first)).then_some(first)
+        // Two of the first three entries hold the value of all but one,
+        // if any does.
+        let fill = if s[0] == s[1] { s[0] } else { s[2] };
+        if fill & EXT != 0 {
+            return Shape::Other;
+        }
+        // Entries other than `fill`, a chunk at a time, until two.
+        let mut odd = 0;
+        for c in s.chunks(32) {
+            odd += c.iter().fold(0, |n, &x| n + usize::from(x != fill));
+            if odd > 1 {
+                return Shape::Other;
+            }
+        }
+        match s.iter().position(|&x| x != fill) {
+            None => Shape::Uniform(fill),
+            Some(k) if s[k] & EXT != 0 => Shape::Pair { fill, k, x: s[k] },
+            Some(_) => Shape::Other,
+        }
+    }
+
+    /// Pair `p`'s two entries: every byte but its own, and its own.
+    fn pair(&self, p: usize) -> (u32, u32) {
+        (self.get(Tab::Pool, 2 * p), self.get(Tab::Pool, 2 * p + 1))
+    }
+
+    /// The group [`Fib::alloc_group`] would take next.
+    fn next_group(&self) -> usize {
+        let pool = &self.pool;
+        match pool.free[pool.free_hint..].iter().position(|&w| w != 0) {
+            Some(w) => {
+                let w = pool.free_hint + w;
+                w * 64 + pool.free[w].trailing_zeros() as usize
+            }
+            None => pool.tbl.capacity() / GROUP,
+        }
+    }
+
+    /// A free pair (its entries to be written by the caller), taking a
+    /// group for 128 more when none is free; `None` when that group would
+    /// be past [`PAIR_GROUPS`].
+    fn alloc_pair(&mut self) -> Option<usize> {
+        let hint = self.pool.block_hint;
+        let at = match self.pool.blocks[hint..].iter().position(|b| b.1 != [0; 2]) {
+            Some(i) => hint + i,
+            None => {
+                if self.next_group() >= PAIR_GROUPS {
+                    return None;
+                }
+                let g = self.alloc_group(0);
+                let pool = make_mut(&mut self.pool);
+                let at = pool.blocks.partition_point(|b| (b.0 as usize) < g);
+                pool.blocks.insert(at, (g as u32, [u64::MAX; 2]));
+                at
+            }
+        };
+        let pool = make_mut(&mut self.pool);
+        // No block before `at` has a free pair (a new block's place may be
+        // before the old hint, whose blocks up to it are full).
+        pool.block_hint = at;
+        let (g, free) = &mut pool.blocks[at];
+        let w = usize::from(free[0] == 0);
+        let j = free[w].trailing_zeros() as usize;
+        free[w] &= !(1 << j);
+        pool.pairs += 1;
+        Some(*g as usize * PAIRS_PER_GROUP + w * 64 + j)
+    }
+
+    /// Frees pair `p` (not what its entries point to); the last pair of a
+    /// group frees the group.
+    fn free_pair(&mut self, p: usize) {
+        let (g, j) = (p / PAIRS_PER_GROUP, p % PAIRS_PER_GROUP);
+        let pool = make_mut(&mut self.pool);
+        let Ok(at) = pool.blocks.binary_search_by_key(&(g as u32), |b| b.0) else {
+            debug_assert!(false, "pair {p} of no block");
+            return;
+        };
+        let free = &mut pool.blocks[at].1;
+        free[j / 64] |= 1 << (j % 64);
+        let empty = *free == [u64::MAX; 2];
+        pool.pairs -= 1;
+        pool.block_hint = pool.block_hint.min(at);
+        if empty {
+            pool.blocks.remove(at);
+            self.free_group(g);
+        }
+    }
+
+    /// Frees what [`EXT`] entry `e` points to, and all below it.
+    fn free_child(&mut self, e: u32) {
+        match Child::of(e) {
+            Child::Group(g) => self.free_group_rec(g),
+            Child::Pair(p, _) => {
+                let (_, x) = self.pair(p);
+                self.free_pair(p);
+                if x & EXT != 0 {
+                    self.free_child(x);
+                }
+            }
+        }
     }
 
     fn alloc_group(&mut self, fill: u32) -> usize {
@@ -400,14 +654,14 @@ impl<const W: u32> Fib<W> {
     }
 
     fn free_group_rec(&mut self, g: usize) {
-        let nested: Vec<usize> = self
+        let nested: Vec<u32> = self
             .group(g)
             .iter()
-            .filter(|&&x| x & EXT != 0)
-            .map(|&x| (x & !EXT) as usize)
+            .copied()
+            .filter(|&x| x & EXT != 0)
             .collect();
-        for c in nested {
-            self.free_group_rec(c);
+        for e in nested {
+            self.free_child(e);
         }
         self.free_group(g);
     }
@@ -434,7 +688,11 @@ impl<const W: u32> Fib<W> {
             debug_assert!(!free || p.tbl.dir_is_zero(d));
             free && p.tbl.dir_is_zero(d)
         };
-        let untidy = |p: &Pool| p.free.capacity() != p.free.len() || p.free_hint > p.free.len();
+        let untidy = |p: &Pool| {
+            p.free.capacity() != p.free.len()
+                || p.free_hint > p.free.len()
+                || p.blocks.capacity() != p.blocks.len()
+        };
         if !trailing_free(&self.pool) && !untidy(&self.pool) {
             return;
         }
@@ -449,6 +707,7 @@ impl<const W: u32> Fib<W> {
         // bytes must not depend on its history. Reallocates only then.
         pool.free.shrink_to_fit();
         pool.free_hint = pool.free_hint.min(pool.free.len());
+        pool.blocks.shrink_to_fit();
     }
 }
 
@@ -485,10 +744,7 @@ impl Fib<32> {
         if e & EXT == 0 {
             e
         } else {
-            *self
-                .pool
-                .tbl
-                .get((((e & !EXT) as usize) << 8) | (addr & 0xff) as usize)
+            *self.pool.tbl.get(next_index(e, (addr & 0xff) as usize))
         }
     }
 
@@ -510,10 +766,7 @@ impl Fib<32> {
             *o = if e & EXT == 0 {
                 e
             } else {
-                *self
-                    .pool
-                    .tbl
-                    .get((((e & !EXT) as usize) << 8) | (d & 0xff) as usize)
+                *self.pool.tbl.get(next_index(e, (d & 0xff) as usize))
             };
         }
     }
@@ -549,6 +802,8 @@ impl Fib<128> {
             dsts.iter().fold(0, |a, &d| a | ((d >> 64) as u64 ^ h0)) >> 40 < PAGE as u64
         });
         self.first_level(dsts.len(), |k| (dsts[k] >> 104) as usize, one_page, &mut at);
+        // Every lane's entry ORed: EXT, some lane descends; PAIR, some
+        // lane's next level is a pair (a plain entry never sets it).
         let mut any = 0;
         for (o, a) in out.iter_mut().zip(at.iter()) {
             let v = **a;
@@ -556,8 +811,7 @@ impl Fib<128> {
             any |= v;
         }
         // No lane descends (always so without groups).
-        any &= EXT;
-        if any == 0 {
+        if any & EXT == 0 {
             return;
         }
         let pool = &self.pool.tbl;
@@ -590,16 +844,17 @@ impl Fib<128> {
         if (dsts[0] ^ dsts[n - 1]) >> 96 == 0 {
             let differ = hi[..n].iter().fold(0, |a, &h| a | (h ^ hi[0]));
             let shared_to = 136 - differ.leading_zeros();
-            while any != 0 && shift >= shared_to {
+            while any & EXT != 0 && shift >= shared_to {
                 shift -= 8;
                 let byte = (hi[0] >> (shift - 64)) as usize & 0xff;
-                let v = *pool.get((((out[0] & !EXT) as usize) << 8) | byte);
+                let v = *pool.get(next_index(out[0], byte));
                 out.fill(v);
-                any = v & EXT;
+                any = v;
             }
         }
-        while any != 0 && shift >= 8 {
+        while any & EXT != 0 && shift >= 8 {
             shift -= 8;
+            let pairs = any & PAIR != 0;
             any = 0;
             let (words, sh) = if shift >= 64 {
                 (&hi, shift - 64)
@@ -612,17 +867,16 @@ impl Fib<128> {
             // that has finished walks to pool entry 0 (a hot line) and keeps
             // the address of its own entry (a select, not a branch).
             // The same pass counts the lanes in the previous lane's page.
-            let (mut same, mut prev) = (0, usize::MAX);
-            for k in 0..n {
-                let e = out[k];
-                // All ones while the lane descends (EXT is the sign bit).
-                let live = ((e as i32) >> 31) as usize;
-                let byte = (words[k] >> sh) as usize & 0xff;
-                let i = ((((e & !EXT) as usize) << 8) | byte) & live;
-                idx[k] = i;
-                same += usize::from(i / PAGE == prev);
-                prev = i / PAGE;
-            }
+            // Without a pair among the lanes' entries (one branch a level),
+            // the groups' index alone: a pair's select in every lane cost
+            // the IPv6 fast path ~10% in-process (`bench-results/route.md`).
+            let same = if pairs {
+                level_indexes_paired(&out[..n], words, sh, &mut idx)
+            } else {
+                level_indexes(&out[..n], words, sh, &mut idx, |e, b| {
+                    ((e & GROUP_MASK) as usize) << 8 | b
+                })
+            };
             // Every lane's miss in flight at once, before any lane waits.
             // When most lanes are in the previous lane's page (a burst
             // through a few groups: few routes, or flows in trains), a lane
@@ -653,7 +907,6 @@ impl Fib<128> {
                 out[k] = v;
                 any |= v;
             }
-            any &= EXT;
         }
     }
 }
@@ -707,6 +960,44 @@ impl<const W: u32> Fib<W> {
             }
         }
     }
+}
+
+/// A burst lookup's entry indexes of a level (see `Fib::<128>::lookup_burst`):
+/// `idx[k]` is where lane `k` goes from its entry `out[k]` (0 for a lane
+/// that has finished), its address byte read from `words[k] >> sh`, by
+/// `next` ([`next_index`], or a group's index alone when no entry is a
+/// pair). Returns how many lanes are in the previous lane's page.
+#[inline(always)]
+fn level_indexes(
+    out: &[u32],
+    words: &[u64; BURST_MAX],
+    sh: u32,
+    idx: &mut [usize; BURST_MAX],
+    next: impl Fn(u32, usize) -> usize,
+) -> usize {
+    let (mut same, mut prev) = (0, usize::MAX);
+    for (k, &e) in out.iter().enumerate() {
+        // All ones while the lane descends (EXT is the sign bit).
+        let live = ((e as i32) >> 31) as usize;
+        let byte = (words[k] >> sh) as usize & 0xff;
+        let i = next(e, byte) & live;
+        idx[k] = i;
+        same += usize::from(i / PAGE == prev);
+        prev = i / PAGE;
+    }
+    same
+}
+
+/// [`level_indexes`] by [`next_index`], out of line: the loop where no
+/// entry is a pair stays the groups' alone.
+#[inline(never)]
+fn level_indexes_paired(
+    out: &[u32],
+    words: &[u64; BURST_MAX],
+    sh: u32,
+    idx: &mut [usize; BURST_MAX],
+) -> usize {
+    level_indexes(out, words, sh, idx, next_index)
 }
 
 /// Whether any entry points to a group (branch-free so it vectorises).
@@ -903,12 +1194,15 @@ mod tests {
     #[test]
     fn v6_burst_lookups_clustered_and_scattered() {
         let mut f = Fib::<128>::new();
-        // /48 `i` (value i + 1) under a /40 of its own: a group each at
-        // the 40-48 level, more than one dir's worth.
+        // /48 `i` (value i + 1) under a /40 of its own, and the /48 at
+        // byte 0x80 of that /40 with the same value (the lanes look up
+        // byte 0): a group each at the 40-48 level (one /48 alone would
+        // make it a pair), more than one dir's worth.
         let n = GROUPS_PER_DIR as u128 + 500;
         let p48 = |i: u128| (0x2001u128 << 112) | (i << 88);
         for i in 0..n {
             f.apply_prefix(p48(i), 48, i as u32 + 1, &[]);
+            f.apply_prefix(p48(i) | 0x80 << 80, 48, i as u32 + 1, &[]);
         }
         // /64 `j` under /48 0 (value 100_000 + j).
         let p64 = |j: u128| p48(0) | (j << 64);
@@ -1022,6 +1316,97 @@ mod tests {
         assert!(finished_shared > 0);
     }
 
+    /// An IPv6 host route alone in its /24 is a chain of pairs, not of
+    /// groups; a second one that shares its path down to byte 10 makes
+    /// that level a group (two exceptions) and leaves pairs above and
+    /// below; deleting it brings back the one chain, and deleting both the
+    /// empty table's memory. Single and burst lookups agree throughout.
+    #[test]
+    fn host_routes_are_chains_of_pairs() {
+        let base = Fib::<128>::new();
+        let base_mem = base.mem(&mut HashSet::new());
+        let mut f = base.clone();
+        let a: u128 = 0x2001_0db8_0a01_0203_0405_0607_0809_0a0b;
+        // Differs from `a` first in byte 10 (bits 40..48).
+        let b: u128 = a ^ 0x80 << 40;
+        let check = |f: &Fib<128>, want: &[(u128, u32)]| {
+            let addrs: Vec<u128> = want.iter().map(|w| w.0).collect();
+            let mut out = vec![0u32; addrs.len()];
+            f.lookup_burst(&addrs, &mut out);
+            for (&(x, v), &o) in want.iter().zip(&out) {
+                assert_eq!((f.lookup(x), o), (v, v), "{x:#x}");
+            }
+        };
+        f.apply_prefix(a, 128, 7, &[]);
+        f.trim();
+        // Bytes 3..=14 a pair each (in one group), byte 15 a group: the
+        // last level's one exception is the route itself, and its level
+        // stays a group (see `group_shape`).
+        assert_eq!((f.groups_used(), f.pairs_used()), (2, 12));
+        check(&f, &[(a, 7), (a ^ 1, 0), (a ^ 1 << 100, 0), (b, 0)]);
+        f.apply_prefix(b, 128, 8, &[]);
+        f.trim();
+        // Byte 10's level a group; 7 pairs above it, 4 below each route,
+        // then each route's last level.
+        assert_eq!((f.groups_used(), f.pairs_used()), (4, 7 + 2 * 4));
+        check(&f, &[(a, 7), (b, 8), (a ^ 1, 0), (b ^ 1 << 30, 0)]);
+        // A /64 over both: the levels down to byte 7 take its value as
+        // the pairs' other entry.
+        let p64 = a & !((1u128 << 64) - 1);
+        f.apply_prefix(p64, 64, 9, &[(a, 128), (b, 128)]);
+        f.trim();
+        check(&f, &[(a, 7), (b, 8), (a ^ 1, 9), (p64, 9), (p64 - 1, 0)]);
+        f.apply_prefix(p64, 64, 0, &[(a, 128), (b, 128)]);
+        f.apply_prefix(b, 128, 0, &[]);
+        f.trim();
+        assert_eq!((f.groups_used(), f.pairs_used()), (2, 12));
+        check(&f, &[(a, 7), (b, 0), (p64, 0)]);
+        f.apply_prefix(a, 128, 0, &[]);
+        f.trim();
+        assert_eq!((f.groups_used(), f.pairs_used()), (0, 0));
+        assert_eq!(f.mem(&mut HashSet::new()), base_mem);
+    }
+
+    /// Pairs are only where their index fits the entry: once every pool
+    /// group below [`PAIR_GROUPS`] is taken, a chain stays groups; freed
+    /// groups below the bound make room again.
+    #[test]
+    fn pairs_past_their_groups_stay_groups() {
+        let mut f = Fib::<128>::new();
+        // A /25 under each of the first PAIR_GROUPS /24s: a group each
+        // (two halves, not one exception).
+        let p25 = |i: u128| i << 104;
+        for i in 0..PAIR_GROUPS as u128 {
+            f.apply_prefix(p25(i), 25, 5, &[]);
+        }
+        assert_eq!((f.groups_used(), f.pairs_used()), (PAIR_GROUPS, 0));
+        let host = 0x2001_0db8_0000_0000_0000_0000_0000_0001u128;
+        f.apply_prefix(host, 128, 6, &[]);
+        // Bytes 3..=15, a group each.
+        assert_eq!((f.groups_used(), f.pairs_used()), (PAIR_GROUPS + 13, 0));
+        // Room below the bound: the next host route's chain is pairs.
+        for i in 0..20 {
+            f.apply_prefix(p25(i), 25, 0, &[]);
+        }
+        // Apart from `host` from byte 3 on (whose level, two routes, is a
+        // group): bytes 4..=14 pairs.
+        let other = host ^ 1 << 100;
+        f.apply_prefix(other, 128, 7, &[]);
+        assert_eq!(f.pairs_used(), 11);
+        let mut out = [0u32; 5];
+        let addrs = [host, other, host ^ 1, other ^ 1, p25(20) | 1];
+        f.lookup_burst(&addrs, &mut out);
+        assert_eq!(out, [6, 7, 0, 0, 5]);
+        for (&a, &o) in addrs.iter().zip(&out) {
+            assert_eq!(f.lookup(a), o);
+        }
+        // A write down the first host route's chain makes pairs of its
+        // bytes 4..=14 now.
+        f.apply_prefix(host ^ 0x80, 128, 0, &[]);
+        assert_eq!(f.pairs_used(), 22);
+        assert_eq!((f.lookup(host), f.lookup(host ^ 0x80)), (6, 0));
+    }
+
     #[test]
     fn top_of_space_v6() {
         let mut f = Fib::<128>::new();
@@ -1035,6 +1420,8 @@ mod tests {
         let mut out = [0u32; 4];
         f.lookup_burst(&[0, u128::MAX, u128::MAX - 1, u128::MAX - 2], &mut out);
         assert_eq!(out, [9, 7, 8, 9]);
-        assert_eq!(f.groups_used(), 13);
+        // The last level's group holds two routes; the 12 above it one
+        // exception each: 12 pairs, in one group.
+        assert_eq!((f.groups_used(), f.pairs_used()), (2, 12));
     }
 }

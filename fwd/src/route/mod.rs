@@ -219,7 +219,11 @@ pub enum Resolved {
     NoRoute,
 }
 
-const KIND_SHIFT: u32 = 28;
+/// A target's kind sits above the 24 bits of its id ([`MAX_ID`]), so a
+/// plain FIB entry never sets bits 27..32: the FIB's burst lookups tell
+/// its pair entries from plain ones by bit 30 alone (`fib.rs`).
+const KIND_SHIFT: u32 = 24;
+static_assertions::const_assert!(MAX_ID < 1 << KIND_SHIFT && K_LOCAL < 1 << (27 - KIND_SHIFT));
 const ID_MASK: u32 = (1 << KIND_SHIFT) - 1;
 const K_NH: u32 = 1;
 const K_GROUP: u32 = 2;
@@ -606,12 +610,17 @@ pub struct VrfStats {
     pub tbl24_pages4: usize,
     /// IPv6 first-level private pages.
     pub tbl24_pages6: usize,
-    /// IPv4 8-bit groups in use.
+    /// IPv4 8-bit groups in use (those holding pairs too).
     pub tbl8_used4: usize,
+    /// IPv4 pairs in use: groups of one value but at one byte, as two
+    /// entries (`fib.rs`).
+    pub pairs4: usize,
     /// IPv4 8-bit groups allocated (used + free).
     pub tbl8_capacity4: usize,
-    /// IPv6 8-bit groups in use.
+    /// IPv6 8-bit groups in use (those holding pairs too).
     pub tbl8_used6: usize,
+    /// IPv6 pairs in use.
+    pub pairs6: usize,
     /// IPv6 8-bit groups allocated.
     pub tbl8_capacity6: usize,
     /// Bytes of the IPv4 RIB.
@@ -1032,8 +1041,10 @@ impl Routing {
                 tbl24_pages4: t.v4.fib.tbl24_pages(),
                 tbl24_pages6: t.v6.fib.tbl24_pages(),
                 tbl8_used4: t.v4.fib.groups_used(),
+                pairs4: t.v4.fib.pairs_used(),
                 tbl8_capacity4: t.v4.fib.groups_capacity(),
                 tbl8_used6: t.v6.fib.groups_used(),
+                pairs6: t.v6.fib.pairs_used(),
                 tbl8_capacity6: t.v6.fib.groups_capacity(),
                 rib4_bytes: t.v4.rib.mem(&mut seen),
                 rib6_bytes: t.v6.rib.mem(&mut seen),

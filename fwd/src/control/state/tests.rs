@@ -419,13 +419,14 @@ fn batches_past_the_routing_limits_are_refused_whole_naming_the_config_key() {
     assert!(w.route(0, "10.1.0.0/16").is_none(), "refused whole");
     assert_eq!(w.t.routing.vrfs().count(), 2);
 
-    // 1 MiB above an empty main table: a few dozen scattered host routes.
+    // 1 MiB above an empty main table: a few hundred scattered host
+    // routes (their paths in the FIB pairs, `route/fib.rs`).
     let empty = World::new();
     let mut w = World::with_routing_limits(Limits {
         tables: 8,
         bytes: empty.t.routing.charged_bytes() + (1 << 20),
     });
-    let batch: String = (0..200u32)
+    let batch: String = (0..2000u32)
         .map(|i| format!("route add 2001:db8:{i:x}:1:{i:x}::{i:x}/128 blackhole\n"))
         .collect();
     w.refused(&batch, ErrorKind::TooLarge, "limits.routing_mb");
