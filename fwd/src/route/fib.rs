@@ -55,13 +55,21 @@ const PAIR: u32 = 1 << 30;
 /// A dense group's index in an [`EXT`] entry.
 const GROUP_MASK: u32 = PAIR - 1;
 /// A pair's index in a [`PAIR`] entry; its exceptional byte is above it.
-const PAIR_BITS: u32 = 22;
+/// (The unit tests take 13 bits, so that the pool groups that can hold
+/// pairs, [`PAIR_GROUPS`], are few enough to fill.)
+const PAIR_BITS: u32 = if cfg!(test) { 13 } else { 22 };
 const PAIR_MASK: u32 = (1 << PAIR_BITS) - 1;
 /// Pairs a pool group holds.
 const PAIRS_PER_GROUP: usize = GROUP / 2;
 /// Pool groups that can hold pairs: those whose pairs' indices fit the
-/// entry's 22 bits. Past them a group stays whole.
+/// entry's 22 bits (the first 32,768). In an IPv6 FIB whole groups are
+/// taken above them ([`Fib::DENSE_FLOOR`]), so that the groups that end
+/// long prefixes' paths, one each, do not take the pairs' room; an IPv4
+/// FIB has no pairs (one level below the first). Past them a group stays
+/// whole.
 const PAIR_GROUPS: usize = (1 << PAIR_BITS) / PAIRS_PER_GROUP;
+// Whole words of the pool's free bitmap (`Fib::take_group`).
+static_assertions::const_assert_eq!(PAIR_GROUPS % 64, 0);
 const GROUP: usize = 256;
 const PAGE: usize = 1024;
 const MIDP: usize = 32;
@@ -96,7 +104,7 @@ struct Pool {
     tbl: Tbl,
     /// One bit per group of `tbl`: set = free.
     free: Vec<u64>,
-    /// No free group below `free_hint * 64`.
+    /// No free group from [`Fib::DENSE_FLOOR`] up to `free_hint * 64`.
     free_hint: usize,
     used: usize,
     /// The groups that hold pairs, by group index, each with its free
@@ -105,6 +113,8 @@ struct Pool {
     blocks: Vec<(u32, [u64; 2])>,
     /// No block with a free pair before `blocks[block_hint]`.
     block_hint: usize,
+    /// No free group below `pair_hint * 64` (among [`PAIR_GROUPS`]).
+    pair_hint: usize,
     /// Pairs in use.
     pairs: usize,
 }
@@ -169,6 +179,9 @@ impl<const W: u32> Default for Fib<W> {
 
 impl<const W: u32> Fib<W> {
     const SHIFT0: u32 = W - 24;
+    /// The first group whole groups take: IPv6 leaves the pairs' groups
+    /// below it to pairs (see [`PAIR_GROUPS`]).
+    const DENSE_FLOOR: usize = if W == 128 { PAIR_GROUPS } else { 0 };
 
     pub(crate) fn new() -> Self {
         Fib {
@@ -180,6 +193,7 @@ impl<const W: u32> Fib<W> {
                 used: 0,
                 blocks: Vec::new(),
                 block_hint: 0,
+                pair_hint: 0,
                 pairs: 0,
             }),
             zeroed: Vec::new(),
@@ -540,18 +554,6 @@ impl<const W: u32> Fib<W> {
         (self.get(Tab::Pool, 2 * p), self.get(Tab::Pool, 2 * p + 1))
     }
 
-    /// The group [`Fib::alloc_group`] would take next.
-    fn next_group(&self) -> usize {
-        let pool = &self.pool;
-        match pool.free[pool.free_hint..].iter().position(|&w| w != 0) {
-            Some(w) => {
-                let w = pool.free_hint + w;
-                w * 64 + pool.free[w].trailing_zeros() as usize
-            }
-            None => pool.tbl.capacity() / GROUP,
-        }
-    }
-
     /// A free pair (its entries to be written by the caller), taking a
     /// group for 128 more when none is free; `None` when that group would
     /// be past [`PAIR_GROUPS`].
@@ -560,10 +562,7 @@ impl<const W: u32> Fib<W> {
         let at = match self.pool.blocks[hint..].iter().position(|b| b.1 != [0; 2]) {
             Some(i) => hint + i,
             None => {
-                if self.next_group() >= PAIR_GROUPS {
-                    return None;
-                }
-                let g = self.alloc_group(0);
+                let g = self.take_group(0, PAIR_GROUPS, 0)?;
                 let pool = make_mut(&mut self.pool);
                 let at = pool.blocks.partition_point(|b| (b.0 as usize) < g);
                 pool.blocks.insert(at, (g as u32, [u64::MAX; 2]));
@@ -616,27 +615,58 @@ impl<const W: u32> Fib<W> {
         }
     }
 
+    /// A whole group, its entries `fill`.
     fn alloc_group(&mut self, fill: u32) -> usize {
+        match self.take_group(Self::DENSE_FLOOR, usize::MAX, fill) {
+            Some(g) => g,
+            None => unreachable!("the pool grows"),
+        }
+    }
+
+    /// The lowest free group in `lo..hi` (multiples of 64, `hi` possibly
+    /// unbounded), its entries `fill`, growing the pool as far as `hi` lets
+    /// it; `None` when the range is full.
+    fn take_group(&mut self, lo: usize, hi: usize, fill: u32) -> Option<usize> {
+        debug_assert!(lo.is_multiple_of(64) && (hi.is_multiple_of(64) || hi == usize::MAX));
+        let dense = hi == usize::MAX;
         let pool = make_mut(&mut self.pool);
         let g = loop {
-            if let Some(w) = pool.free[pool.free_hint..].iter().position(|&w| w != 0) {
-                let w = pool.free_hint + w;
-                pool.free_hint = w;
+            let hint = if dense {
+                pool.free_hint
+            } else {
+                pool.pair_hint
+            };
+            let start = (lo / 64).max(hint);
+            let end = pool.free.len().min(hi.div_ceil(64));
+            if let Some(i) = pool
+                .free
+                .get(start..end)
+                .and_then(|f| f.iter().position(|&w| w != 0))
+            {
+                let w = start + i;
+                if dense {
+                    pool.free_hint = w;
+                } else {
+                    pool.pair_hint = w;
+                }
                 let bit = pool.free[w].trailing_zeros() as usize;
                 pool.free[w] &= !(1u64 << bit);
                 break w * 64 + bit;
             }
-            // Grow by one dir of groups, all free.
+            if pool.free.len() * 64 >= hi {
+                return None;
+            }
+            // Grow by one dir of groups, all free (the hints stay: nothing
+            // below the new dir was free).
             let old = pool.tbl.capacity() / GROUP;
             pool.tbl.grow_to(pool.tbl.capacity() + Tbl::PER_DIR);
             pool.free.resize((old + GROUPS_PER_DIR) / 64, u64::MAX);
-            pool.free_hint = old / 64;
         };
         pool.used += 1;
         let off = (g * GROUP) % PAGE;
         let page = pool.tbl.page_mut(g * GROUP / PAGE);
         page[off..off + GROUP].fill(fill);
-        g
+        Some(g)
     }
 
     /// Frees `g` (its entries are plain values).
@@ -649,7 +679,12 @@ impl<const W: u32> Fib<W> {
         }
         pool.tbl.canonicalize(p);
         pool.free[g / 64] |= 1u64 << (g % 64);
-        pool.free_hint = pool.free_hint.min(g / 64);
+        if g >= Self::DENSE_FLOOR {
+            pool.free_hint = pool.free_hint.min(g / 64);
+        }
+        if g < PAIR_GROUPS {
+            pool.pair_hint = pool.pair_hint.min(g / 64);
+        }
         pool.used -= 1;
     }
 
@@ -691,6 +726,7 @@ impl<const W: u32> Fib<W> {
         let untidy = |p: &Pool| {
             p.free.capacity() != p.free.len()
                 || p.free_hint > p.free.len()
+                || p.pair_hint > p.free.len()
                 || p.blocks.capacity() != p.blocks.len()
         };
         if !trailing_free(&self.pool) && !untidy(&self.pool) {
@@ -707,6 +743,7 @@ impl<const W: u32> Fib<W> {
         // bytes must not depend on its history. Reallocates only then.
         pool.free.shrink_to_fit();
         pool.free_hint = pool.free_hint.min(pool.free.len());
+        pool.pair_hint = pool.pair_hint.min(pool.free.len());
         pool.blocks.shrink_to_fit();
     }
 }
@@ -1367,44 +1404,54 @@ mod tests {
         assert_eq!(f.mem(&mut HashSet::new()), base_mem);
     }
 
-    /// Pairs are only where their index fits the entry: once every pool
-    /// group below [`PAIR_GROUPS`] is taken, a chain stays groups; freed
-    /// groups below the bound make room again.
+    /// Pairs are only where their index fits the entry (the groups below
+    /// [`PAIR_GROUPS`], which an IPv6 FIB's whole groups leave to them):
+    /// once those hold all the pairs they can, a path stays groups; freed
+    /// pairs make room again. (The unit tests' bound: 64 groups, 8,192
+    /// pairs.)
     #[test]
     fn pairs_past_their_groups_stay_groups() {
         let mut f = Fib::<128>::new();
-        // A /25 under each of the first PAIR_GROUPS /24s: a group each
-        // (two halves, not one exception).
-        let p25 = |i: u128| i << 104;
-        for i in 0..PAIR_GROUPS as u128 {
-            f.apply_prefix(p25(i), 25, 5, &[]);
+        let cap = PAIR_GROUPS * PAIRS_PER_GROUP;
+        assert_eq!(cap, 8192);
+        // Host routes in /24s of their own: 12 pairs of path each (bytes
+        // 3..=14) and their last level's group, while pairs last.
+        let host = |i: u128| (0x2000u128 + i) << 112 | 1;
+        let n = cap / 12 + 17;
+        for i in 0..n as u128 {
+            f.apply_prefix(host(i), 128, i as u32 + 1, &[]);
         }
-        assert_eq!((f.groups_used(), f.pairs_used()), (PAIR_GROUPS, 0));
-        let host = 0x2001_0db8_0000_0000_0000_0000_0000_0001u128;
-        f.apply_prefix(host, 128, 6, &[]);
-        // Bytes 3..=15, a group each.
-        assert_eq!((f.groups_used(), f.pairs_used()), (PAIR_GROUPS + 13, 0));
-        // Room below the bound: the next host route's chain is pairs.
-        for i in 0..20 {
-            f.apply_prefix(p25(i), 25, 0, &[]);
+        f.trim();
+        let over = n * 12 - cap;
+        assert_eq!(
+            (f.pairs_used(), f.groups_used()),
+            (cap, n + PAIR_GROUPS + over)
+        );
+        let check = |f: &Fib<128>| {
+            let addrs: Vec<u128> = (0..n as u128).step_by(7).map(host).collect();
+            let mut out = vec![0u32; addrs.len()];
+            for (c, o) in addrs.chunks(BURST_MAX).zip(out.chunks_mut(BURST_MAX)) {
+                f.lookup_burst(c, o);
+            }
+            for (&a, &o) in addrs.iter().zip(&out) {
+                let want = ((a >> 112) - 0x2000) as u32 + 1;
+                assert_eq!((f.lookup(a), o, f.lookup(a ^ 2)), (want, want, 0), "{a:#x}");
+            }
+        };
+        check(&f);
+        // Ten routes' pairs freed: the next route's path is pairs again.
+        for i in 0..10u128 {
+            f.apply_prefix(host(i), 128, 0, &[]);
         }
-        // Apart from `host` from byte 3 on (whose level, two routes, is a
-        // group): bytes 4..=14 pairs.
-        let other = host ^ 1 << 100;
-        f.apply_prefix(other, 128, 7, &[]);
-        assert_eq!(f.pairs_used(), 11);
-        let mut out = [0u32; 5];
-        let addrs = [host, other, host ^ 1, other ^ 1, p25(20) | 1];
-        f.lookup_burst(&addrs, &mut out);
-        assert_eq!(out, [6, 7, 0, 0, 5]);
-        for (&a, &o) in addrs.iter().zip(&out) {
-            assert_eq!(f.lookup(a), o);
+        let late = host(n as u128 + 100);
+        f.apply_prefix(late, 128, 9, &[]);
+        f.trim();
+        assert_eq!(f.pairs_used(), cap - 10 * 12 + 12);
+        assert_eq!((f.lookup(late), f.lookup(host(3))), (9, 0));
+        for i in 0..10u128 {
+            f.apply_prefix(host(i), 128, i as u32 + 1, &[]);
         }
-        // A write down the first host route's chain makes pairs of its
-        // bytes 4..=14 now.
-        f.apply_prefix(host ^ 0x80, 128, 0, &[]);
-        assert_eq!(f.pairs_used(), 22);
-        assert_eq!((f.lookup(host), f.lookup(host ^ 0x80)), (6, 0));
+        check(&f);
     }
 
     #[test]
