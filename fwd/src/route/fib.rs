@@ -413,6 +413,13 @@ impl<const W: u32> Fib<W> {
                     if x == fill {
                         self.set(t, idx, fill);
                         self.free_pair(p);
+                    } else if x & EXT == 0 {
+                        // Its one exception now ends lookups: a group
+                        // again, as `group_shape` would leave it.
+                        let g = self.alloc_group(fill);
+                        self.set(Tab::Pool, g * GROUP + k, x);
+                        self.free_pair(p);
+                        self.set(t, idx, EXT | g as u32);
                     }
                     return;
                 }
@@ -1452,6 +1459,30 @@ mod tests {
             f.apply_prefix(host(i), 128, i as u32 + 1, &[]);
         }
         check(&f);
+    }
+
+    /// A pair whose one exception comes to end lookups (the route below
+    /// it deleted, a covering route's value left there) is a group again,
+    /// as a group of that shape stays one.
+    #[test]
+    fn a_pair_whose_exception_ends_lookups_is_a_group_again() {
+        let mut f = Fib::<128>::new();
+        let a: u128 = 0x2001_0db8_0a01_0203_0405_0607_0809_0a0b;
+        let c = a & !0xff;
+        f.apply_prefix(c, 120, 5, &[]);
+        // Bytes 3..=13 pairs; byte 14's level a group (its exception is
+        // the /120's value).
+        assert_eq!((f.groups_used(), f.pairs_used()), (2, 11));
+        f.apply_prefix(a, 128, 7, &[]);
+        // Byte 14's level now leads to the /128's group: a pair.
+        assert_eq!((f.groups_used(), f.pairs_used()), (2, 12));
+        assert_eq!((f.lookup(a), f.lookup(a ^ 1), f.lookup(c - 1)), (7, 5, 0));
+        f.apply_prefix(a, 128, 5, &[]);
+        assert_eq!((f.groups_used(), f.pairs_used()), (2, 11));
+        assert_eq!((f.lookup(a), f.lookup(a ^ 1), f.lookup(c - 1)), (5, 5, 0));
+        let mut out = [0u32; 3];
+        f.lookup_burst(&[a, c, c - 1], &mut out);
+        assert_eq!(out, [5, 5, 0]);
     }
 
     #[test]
