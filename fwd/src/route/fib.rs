@@ -416,27 +416,27 @@ impl<const W: u32> Fib<W> {
                     } else if x & EXT == 0 {
                         // Its one exception now ends lookups: a group
                         // again, as `group_shape` would leave it.
-                        let g = self.alloc_group(fill);
-                        self.set(Tab::Pool, g * GROUP + k, x);
-                        self.free_pair(p);
-                        self.set(t, idx, EXT | g as u32);
+                        self.unpair(t, idx, p, k);
                     }
                     return;
                 }
-                Child::Pair(p, k) => {
-                    // Written beside its own entry: a whole group again
-                    // first.
-                    let (fill, x) = self.pair(p);
-                    let g = self.alloc_group(fill);
-                    self.set(Tab::Pool, g * GROUP + k, x);
-                    self.free_pair(p);
-                    self.set(t, idx, EXT | g as u32);
-                    g
-                }
+                // Written beside its own entry: a whole group again first.
+                Child::Pair(p, k) => self.unpair(t, idx, p, k),
             }
         };
         self.fill_in(Tab::Pool, g * GROUP, 8, shift - 8, lo, hi, v);
         self.settle(t, idx, g);
+    }
+
+    /// Pair `p` (its own byte `k`), under entry `t[idx]`, made a whole
+    /// group again; returns the group.
+    fn unpair(&mut self, t: Tab, idx: usize, p: usize, k: usize) -> usize {
+        let (fill, x) = self.pair(p);
+        let g = self.alloc_group(fill);
+        self.set(Tab::Pool, g * GROUP + k, x);
+        self.free_pair(p);
+        self.set(t, idx, EXT | g as u32);
+        g
     }
 
     /// Whether `[lo, hi]` (inside one entry's block) lies in the part of
