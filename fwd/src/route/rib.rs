@@ -16,6 +16,16 @@
 //! are fixed arrays indexed by slot, so a step down is two dependent loads
 //! (chunk, child) and no popcount.
 //!
+//! Paths are compressed: a node holds its depth and the address bits above
+//! it, so a child may sit several levels below its parent, and the levels
+//! between, which would hold no prefix and one child each, are not made.
+//! An insert makes at most two nodes (the prefix's own, and one where its
+//! path parts from another); a removal takes back a node left with no
+//! prefix and one child. A lone IPv6 /128 is one node below the root
+//! instead of fifteen (~5 KB of a scattered host route's cost before,
+//! `bench-results/memory.md`), and a full view's nodes nearly all hold
+//! prefixes anyway.
+//!
 //! Besides exact get/insert/remove it answers the two questions the FIB update
 //! needs: the longest strictly-covering prefix (what a deleted prefix falls back
 //! to) and the maximal more-specific prefixes inside a prefix (the holes that an
@@ -34,6 +44,17 @@ use super::larc::{cow, Held, Kids, LArc, Lazy, Lineage, HEADER};
 const CHUNK: usize = 16;
 
 struct Node<V> {
+    /// The `8 depth` leading address bits of this node's prefixes (the
+    /// address bits above its stride), right-aligned as addresses are;
+    /// low word first, as two words so that the node keeps the alignment
+    /// of 8 (a `u128` would align it to 16 and pad its allocation).
+    key: [u64; 2],
+    /// Which stride it covers: its prefixes are `8 depth + 1 ..= 8 depth
+    /// + 8` long (the root, depth 0, also holds `/0`). A child is not
+    /// necessarily one deeper than its parent: the levels between them,
+    /// which would hold no prefix and one child each, are left out (path
+    /// compression), and `key` says which address bits they stand for.
+    depth: u8,
     pbits: [u64; 8],
     pfx: Vec<V>,
     /// One bit per child slot (256): set iff that child is present.
@@ -56,12 +77,33 @@ const SLOTS: usize = 256;
 
 impl<V> Default for Node<V> {
     fn default() -> Self {
+        Node::at(0, 0)
+    }
+}
+
+impl<V> Node<V> {
+    /// An empty node at `depth` with `key`.
+    fn at(depth: u32, key: u128) -> Self {
         Node {
+            key: [key as u64, (key >> 64) as u64],
+            depth: depth as u8,
             pbits: [0; 8],
             pfx: Vec::new(),
             cbits: [0; 4],
             chunks: Default::default(),
         }
+    }
+
+    /// Its depth.
+    #[inline(always)]
+    fn d(&self) -> u32 {
+        u32::from(self.depth)
+    }
+
+    /// Its key.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        u128::from(self.key[1]) << 64 | u128::from(self.key[0])
     }
 }
 
@@ -77,6 +119,8 @@ impl<V: Clone> Node<V> {
     /// A copy sharing the chunks.
     fn share(n: &LArc<Self>, h: &Held<'_>) -> LArc<Self> {
         LArc::new(Node {
+            key: n.key,
+            depth: n.depth,
             pbits: n.pbits,
             pfx: n.pfx.clone(),
             cbits: n.cbits,
@@ -236,17 +280,26 @@ impl<V: Copy + PartialEq> Node<V> {
         self.chunks[b / CHUNK].as_ref()?.kids[b % CHUNK].as_ref()
     }
 
-    /// Child `b` (created empty if absent), unshared. Returns whether it was created.
+    /// The slot of child `b`, in its chunk (created if absent) made
+    /// writable; the caller keeps `cbits` when it fills an empty slot.
     #[inline(always)]
-    fn kid_mut_or_new(&mut self, b: usize, lk: &mut Lazy<'_>) -> (&mut Node<V>, bool) {
-        let created = !test(&self.cbits, b);
-        if created {
-            self.cbits[b >> 6] |= 1 << (b & 63);
-        }
+    fn slot_mut(&mut self, b: usize, lk: &mut Lazy<'_>) -> &mut Option<LArc<Node<V>>> {
         let chunk = self.chunks[b / CHUNK].get_or_insert_with(|| LArc::new(Chunk::default()));
-        let kid =
-            mm_chunk(chunk, lk).kids[b % CHUNK].get_or_insert_with(|| LArc::new(Node::default()));
-        (mm(kid, lk), created)
+        &mut mm_chunk(chunk, lk).kids[b % CHUNK]
+    }
+
+    /// Number of children.
+    fn kids(&self) -> u32 {
+        self.cbits.iter().map(|w| w.count_ones()).sum()
+    }
+
+    /// The one child of a node that has exactly one.
+    fn only_kid(&self) -> &LArc<Node<V>> {
+        let b = (0..4)
+            .find(|&w| self.cbits[w] != 0)
+            .map(|w| 64 * w + self.cbits[w].trailing_zeros() as usize)
+            .expect("a child");
+        self.kid(b).expect("a child")
     }
 
     fn kid_arc_mut(&mut self, b: usize, lk: &mut Lazy<'_>) -> Option<&mut LArc<Node<V>>> {
@@ -460,6 +513,20 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         }
     }
 
+    /// How many leading bytes `a` and `b` share (`W / 8` when equal).
+    #[inline]
+    fn common(a: u128, b: u128) -> u32 {
+        ((a ^ b).leading_zeros() - (128 - W)) / 8
+    }
+
+    /// Whether child `c` lies on the path of a prefix whose node is at depth
+    /// `d`: it is not below that node, and `addr` has the bits its key
+    /// stands for.
+    #[inline(always)]
+    fn on_path(c: &Node<V>, addr: u128, d: u32) -> bool {
+        c.d() <= d && Self::base(addr, c.d()) == c.key()
+    }
+
     #[inline]
     fn prefix_of(base: u128, d: u32, idx: usize) -> (u128, u8) {
         let l = level(idx);
@@ -475,8 +542,11 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     pub(crate) fn get(&self, addr: u128, len: u8) -> Option<V> {
         let (d, idx) = Self::locate(addr, len);
         let mut n = self.root();
-        for k in 0..d {
-            n = n.kid(Self::byte(addr, k))?;
+        while n.d() < d {
+            n = n.kid(Self::byte(addr, n.d()))?;
+            if !Self::on_path(n, addr, d) {
+                return None;
+            }
         }
         n.pfx_get(idx)
     }
@@ -498,26 +568,61 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         out: &mut Vec<(u128, u8)>,
     ) -> Option<V> {
         out.clear();
-        let (old, n, d, idx) = self.insert_at(addr, len, t);
-        Self::below(n, idx, Self::base(addr, d), d, out);
+        let (old, n, idx) = self.insert_at(addr, len, t);
+        Self::below(n, idx, out);
         old
     }
 
     /// Inserts or replaces; returns the previous target, and the node that
-    /// holds the prefix, its depth and its tree index.
-    fn insert_at(&mut self, addr: u128, len: u8, t: V) -> (Option<V>, &Node<V>, u32, usize) {
+    /// holds the prefix and its tree index.
+    fn insert_at(&mut self, addr: u128, len: u8, t: V) -> (Option<V>, &Node<V>, usize) {
         let (d, idx) = Self::locate(addr, len);
         let (mut n, mut lk, count, nodes) = self.write();
-        for k in 0..d {
-            let (kid, created) = n.kid_mut_or_new(Self::byte(addr, k), &mut lk);
-            *nodes += usize::from(created);
-            n = kid;
+        while n.d() < d {
+            n = Self::step(n, addr, d, &mut lk, nodes);
         }
         let old = n.pfx_set(idx, t);
         if old.is_none() {
             *count += 1;
         }
-        (old, n, d, idx)
+        (old, n, idx)
+    }
+
+    /// One step of an insert at depth `d`: from `n` (above it) to the next
+    /// node on the path to `addr`, made writable. Where there is none, a
+    /// node at depth `d` itself (the levels between left out). Where the
+    /// child in the way stands for other address bits, or lies below depth
+    /// `d`, a node where their paths part takes its place, with the child
+    /// under it.
+    #[inline(always)]
+    fn step<'a>(
+        n: &'a mut Node<V>,
+        addr: u128,
+        d: u32,
+        lk: &mut Lazy<'_>,
+        nodes: &mut usize,
+    ) -> &'a mut Node<V> {
+        let b = Self::byte(addr, n.d());
+        if !test(&n.cbits, b) {
+            n.cbits[b >> 6] |= 1 << (b & 63);
+            *nodes += 1;
+            let leaf = LArc::new(Node::at(d, Self::base(addr, d)));
+            return mm(n.slot_mut(b, lk).insert(leaf), lk);
+        }
+        let slot = n.slot_mut(b, lk);
+        let c = slot.as_ref().expect("a child where cbits has one");
+        if !Self::on_path(c, addr, d) {
+            // The paths part at depth s: n.d() < s <= d, and s < c.d().
+            let s = Self::common(addr, c.key()).min(d).min(c.d());
+            let cb = Self::byte(c.key(), s);
+            let mut m = Node::at(s, Self::base(addr, s));
+            m.cbits[cb >> 6] |= 1 << (cb & 63);
+            let c = slot.take().expect("checked");
+            *m.slot_mut(cb, lk) = Some(c);
+            *nodes += 1;
+            *slot = Some(LArc::new(m));
+        }
+        mm(slot.as_mut().expect("filled"), lk)
     }
 
     /// Removes; returns the removed target. Empty nodes are pruned. (The
@@ -535,28 +640,36 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     pub(crate) fn remove_present(&mut self, addr: u128, len: u8) -> V {
         let (d, idx) = Self::locate(addr, len);
         let (root, mut lk, count, nodes) = self.write();
-        let (t, freed) = Self::rm(root, addr, d, idx, 0, &mut lk).expect("present");
+        let (t, freed) = Self::rm(root, addr, d, idx, &mut lk).expect("present");
         *nodes -= freed;
         *count -= 1;
         t
     }
 
+    /// Removes `addr/len` (at depth `d`, index `idx`) from below `n`;
+    /// returns its target and the number of nodes freed. A child left
+    /// empty goes; a child left with no prefix and one child of its own
+    /// gives way to that child, so that no node but the root is ever a
+    /// level that path compression would leave out.
     fn rm(
         n: &mut Node<V>,
         addr: u128,
         d: u32,
         idx: usize,
-        k: u32,
         lk: &mut Lazy<'_>,
     ) -> Option<(V, usize)> {
-        if k == d {
+        if n.d() == d {
             return n.pfx_del(idx).map(|t| (t, 0));
         }
-        let b = Self::byte(addr, k);
+        let b = Self::byte(addr, n.d());
         let child = n.kid_arc_mut(b, lk)?;
-        let (t, mut freed) = Self::rm(mm(child, lk), addr, d, idx, k + 1, lk)?;
+        let (t, mut freed) = Self::rm(mm(child, lk), addr, d, idx, lk)?;
         if child.is_empty() {
             n.kid_del(b, lk);
+            freed += 1;
+        } else if child.pfx.is_empty() && child.kids() == 1 {
+            let only = child.only_kid().share(lk.held());
+            std::mem::replace(child, only).release(lk.held());
             freed += 1;
         }
         Some((t, freed))
@@ -567,8 +680,8 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         let max = max_len as u32;
         let mut best = None;
         let mut n = self.root();
-        let mut d = 0u32;
         loop {
+            let d = n.d();
             let top = (8 * d + 8).min(max);
             let bottom = if d == 0 { 0 } else { 8 * d + 1 };
             let mut len = top;
@@ -592,11 +705,10 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
                 break;
             }
             match n.kid(Self::byte(addr, d)) {
-                Some(k) => {
-                    n = k;
-                    d += 1;
-                }
-                None => break,
+                // A child whose prefixes are all longer than `max` holds
+                // none that counts.
+                Some(k) if 8 * k.d() < max && Self::base(addr, k.d()) == k.key() => n = k,
+                _ => break,
             }
         }
         best
@@ -611,13 +723,30 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         out.clear();
         let (d, idx) = Self::locate(addr, len);
         let mut n = self.root();
-        for k in 0..d {
-            match n.kid(Self::byte(addr, k)) {
-                Some(c) => n = c,
-                None => return,
+        while n.d() < d {
+            match n.kid(Self::byte(addr, n.d())) {
+                Some(c) if Self::on_path(c, addr, d) => n = c,
+                // A node below depth d that the prefix covers (the levels
+                // between left out): its prefixes are all inside.
+                Some(c) if c.d() > d && Self::prefix_base(c.key(), len) == addr => {
+                    Self::collect(c, 2, out);
+                    Self::collect(c, 3, out);
+                    return;
+                }
+                _ => return,
             }
         }
-        Self::below(n, idx, Self::base(addr, d), d, out);
+        Self::below(n, idx, out);
+    }
+
+    /// The first `len` bits of `addr`.
+    #[cfg(test)]
+    fn prefix_base(addr: u128, len: u8) -> u128 {
+        if len == 0 {
+            0
+        } else {
+            addr & !((1u128 << (W - u32::from(len))) - 1)
+        }
     }
 
     /// For a prefix that is present: its value, what its addresses fall
@@ -636,7 +765,8 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
         let (d, idx) = Self::locate(addr, len);
         let mut n = self.root();
         let mut cover = None;
-        for k in 0..=d {
+        loop {
+            let k = n.d();
             // The prefixes of this node on the path to `addr/len`, longest
             // first: its tree indexes from the child's slot (or, at the last
             // node, from the parent of `idx`) up. Index 1 (local length 0)
@@ -659,32 +789,36 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
                 break;
             }
             n = n.kid(Self::byte(addr, k))?;
+            if !Self::on_path(n, addr, d) {
+                return None;
+            }
         }
         let own = n.pfx_get(idx)?;
         out.clear();
-        Self::below(n, idx, Self::base(addr, d), d, out);
+        Self::below(n, idx, out);
         Some((own, cover))
     }
 
-    fn below(n: &Node<V>, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
+    /// The maximal prefixes strictly below tree index `idx` of `n`, into
+    /// `out`. Below a child slot (local length 8) is the whole child: its
+    /// prefixes are all inside the slot's, however deep it lies.
+    fn below(n: &Node<V>, idx: usize, out: &mut Vec<(u128, u8)>) {
         if idx >= 256 {
-            let b = idx - 256;
-            if let Some(c) = n.kid(b) {
-                let cb = base | (b as u128) << (W - 8 * d - 8);
-                Self::collect(c, 2, cb, d + 1, out);
-                Self::collect(c, 3, cb, d + 1, out);
+            if let Some(c) = n.kid(idx - 256) {
+                Self::collect(c, 2, out);
+                Self::collect(c, 3, out);
             }
         } else {
-            Self::collect(n, 2 * idx, base, d, out);
-            Self::collect(n, 2 * idx + 1, base, d, out);
+            Self::collect(n, 2 * idx, out);
+            Self::collect(n, 2 * idx + 1, out);
         }
     }
 
-    fn collect(n: &Node<V>, idx: usize, base: u128, d: u32, out: &mut Vec<(u128, u8)>) {
+    fn collect(n: &Node<V>, idx: usize, out: &mut Vec<(u128, u8)>) {
         if n.has_pfx(idx) {
-            out.push(Self::prefix_of(base, d, idx));
+            out.push(Self::prefix_of(n.key(), n.d(), idx));
         } else if n.subtree_nonempty(idx) {
-            Self::below(n, idx, base, d, out);
+            Self::below(n, idx, out);
         }
     }
 
@@ -692,7 +826,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     pub(crate) fn iter(&self) -> RibIter<'_, W, V> {
         let mut stack = Vec::with_capacity(64);
         if !self.root().is_empty() {
-            stack.push((self.root(), 1u16, 0u128, 0u8));
+            stack.push((self.root(), 1u16));
         }
         RibIter { stack }
     }
@@ -709,34 +843,32 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
 
 /// Pre-order iterator over a RIB: `(addr, len, target)`.
 pub(crate) struct RibIter<'a, const W: u32, V> {
-    stack: Vec<(&'a Node<V>, u16, u128, u8)>,
+    stack: Vec<(&'a Node<V>, u16)>,
 }
 
 impl<const W: u32, V: Copy + PartialEq> Iterator for RibIter<'_, W, V> {
     type Item = (u128, u8, V);
 
     fn next(&mut self) -> Option<Self::Item> {
-        while let Some((n, idx, base, d)) = self.stack.pop() {
+        while let Some((n, idx)) = self.stack.pop() {
             let idx = idx as usize;
             if idx >= 256 {
-                let b = idx - 256;
-                if let Some(c) = n.kid(b) {
-                    let cb = base | (b as u128) << (W - 8 * d as u32 - 8);
+                if let Some(c) = n.kid(idx - 256) {
                     for s in [3u16, 2] {
                         if c.subtree_nonempty(s as usize) {
-                            self.stack.push((c, s, cb, d + 1));
+                            self.stack.push((c, s));
                         }
                     }
                 }
             } else {
                 for s in [2 * idx + 1, 2 * idx] {
                     if n.subtree_nonempty(s) {
-                        self.stack.push((n, s as u16, base, d));
+                        self.stack.push((n, s as u16));
                     }
                 }
             }
             if let Some(t) = n.pfx_get(idx) {
-                let (a, l) = Rib::<W, V>::prefix_of(base, d as u32, idx);
+                let (a, l) = Rib::<W, V>::prefix_of(n.key(), n.d(), idx);
                 return Some((a, l, t));
             }
         }
@@ -879,6 +1011,143 @@ mod tests {
                     assert_eq!(got, [(1, 1)], "{a:#x}/{l}");
                 }
             }
+        }
+    }
+
+    /// The shape path compression keeps: every child deeper than its
+    /// parent, at the slot of its key's byte, its key the parent's below
+    /// it and nothing below its own depth; no node but the root without a
+    /// prefix and with fewer than two children; `nodes` counts them all.
+    fn check_shape<const W: u32, V: Copy + PartialEq>(r: &Rib<W, V>) {
+        fn walk<const W: u32, V: Copy + PartialEq>(n: &Node<V>, root: bool) -> usize {
+            if !root {
+                assert!(!n.pfx.is_empty() || n.kids() >= 2, "a level to leave out");
+            }
+            assert_eq!(
+                n.key(),
+                Rib::<W, V>::base(n.key(), n.d()),
+                "bits below the key"
+            );
+            let mut count = 1;
+            for b in 0..SLOTS {
+                if let Some(c) = n.kid(b) {
+                    assert!(c.d() > n.d());
+                    assert_eq!(Rib::<W, V>::base(c.key(), n.d()), n.key());
+                    assert_eq!(Rib::<W, V>::byte(c.key(), n.d()), b);
+                    count += walk::<W, V>(c, false);
+                }
+            }
+            count
+        }
+        assert_eq!(walk::<W, V>(r.root(), true), r.nodes());
+    }
+
+    #[test]
+    fn long_prefixes_skip_the_levels_between() {
+        let mut r = Rib::<128, u32>::new();
+        let a = 0x2001_0db8_0000_0000_0000_0000_0000_0001u128;
+        r.insert(a, 128, 1);
+        // The root and the /128's node at depth 15: no node between.
+        assert_eq!(r.nodes(), 2);
+        check_shape(&r);
+        // Another /128 parting from it at byte 10: one node where they
+        // part, one for the new /128.
+        let b = a ^ 1 << (8 * 5);
+        r.insert(b, 128, 2);
+        assert_eq!(r.nodes(), 4);
+        check_shape(&r);
+        // A /64 above both: a node at depth 7 between the root and byte 10's.
+        r.insert(a & !((1 << 64) - 1), 64, 3);
+        assert_eq!(r.nodes(), 5);
+        check_shape(&r);
+        assert_eq!(r.lpm(a, 128).map(|x| x.2), Some(1));
+        assert_eq!(r.lpm(b, 128).map(|x| x.2), Some(2));
+        assert_eq!(r.lpm(a ^ 1 << 8, 128).map(|x| (x.1, x.2)), Some((64, 3)));
+        assert_eq!(r.get(a ^ 1 << 8, 128), None);
+        let mut kids = Vec::new();
+        r.maximal_children(a & !((1 << 64) - 1), 64, &mut kids);
+        assert_eq!(kids, vec![(a, 128), (b, 128)]);
+        // Each removal gives back what its insert took.
+        r.remove(a & !((1 << 64) - 1), 64);
+        assert_eq!(r.nodes(), 4);
+        check_shape(&r);
+        r.remove(b, 128);
+        assert_eq!(r.nodes(), 2);
+        check_shape(&r);
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(a, 128, 1)]);
+        r.remove(a, 128);
+        assert_eq!(r.nodes(), 1);
+        assert_eq!(
+            r.mem(&mut HashSet::new()),
+            Rib::<128, u32>::new().mem(&mut HashSet::new())
+        );
+    }
+
+    proptest::proptest! {
+        /// IPv6 prefixes of every length at addresses that share leading
+        /// bytes to random depths (so that paths part, meet and are cut at
+        /// every level): inserts and removes keep the trie equal to a set
+        /// model and in the shape of `check_shape`, answer `lpm` as a scan
+        /// of the model does, leave older versions untouched, and free
+        /// every node once the versions are gone.
+        #[test]
+        fn compressed_paths_follow_a_set_model(
+            adds in proptest::collection::vec((0u32..4, 0u32..16, proptest::prelude::any::<u128>(), 0u8..=128), 1..80),
+            dels in proptest::collection::vec(0usize..1000, 0..80),
+        ) {
+            let live = super::super::larc::live_nodes();
+            let stem = 0x2001_0db8_aaaa_bbbb_cccc_dddd_eeee_ffffu128;
+            let mask = |a: u128, l: u8| if l == 0 { 0 } else { a & !u128::MAX.checked_shr(u32::from(l)).unwrap_or(0) };
+            let mut r = Rib::<128, u32>::new();
+            let mut model = std::collections::BTreeMap::new();
+            for (i, &(x, shared, tail, l)) in adds.iter().enumerate() {
+                // The stem's first `shared` bytes, then one of four bytes,
+                // then random bits.
+                let s = 8 * shared;
+                let a = mask(stem, s as u8) | ((u128::from(x) << 120 | tail >> 8) >> s);
+                let a = mask(a, l);
+                let old = r.insert(a, l, i as u32);
+                proptest::prop_assert_eq!(old, model.insert((a, l), i as u32));
+                check_shape(&r);
+            }
+            let full = r.clone();
+            let full_model = model.clone();
+            for &d in &dels {
+                let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+                if keys.is_empty() {
+                    break;
+                }
+                let (a, l) = keys[d % keys.len()];
+                proptest::prop_assert_eq!(r.remove(a, l), model.remove(&(a, l)));
+                proptest::prop_assert_eq!(r.get(a, l), None);
+                check_shape(&r);
+            }
+            let got: Vec<_> = r.iter().map(|(a, l, v)| ((a, l), v)).collect();
+            let want: Vec<_> = model.iter().map(|(&k, &v)| (k, v)).collect();
+            proptest::prop_assert_eq!(got, want);
+            let got: Vec<_> = full.iter().map(|(a, l, v)| ((a, l), v)).collect();
+            let want: Vec<_> = full_model.iter().map(|(&k, &v)| (k, v)).collect();
+            proptest::prop_assert_eq!(got, want);
+            for &(x, shared, tail, _) in &adds {
+                let s = 8 * shared;
+                let q = mask(stem, s as u8) | ((u128::from(x) << 120 | tail >> 8) >> s);
+                for max in [128u8, 127, 100, 64, 63, 8, 0] {
+                    let want = model
+                        .iter()
+                        .filter(|(&(a, l), _)| l <= max && mask(q, l) == a)
+                        .max_by_key(|(&(_, l), _)| l)
+                        .map(|(&(a, l), &v)| (a, l, v));
+                    proptest::prop_assert_eq!(r.lpm(q, max), want);
+                }
+            }
+            let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+            for (a, l) in keys {
+                proptest::prop_assert!(r.remove(a, l).is_some());
+                check_shape(&r);
+            }
+            proptest::prop_assert_eq!(r.nodes(), 1);
+            drop((r, full));
+            proptest::prop_assert_eq!(super::super::larc::live_nodes(), live);
         }
     }
 
