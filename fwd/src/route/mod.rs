@@ -27,8 +27,9 @@
 //!   (`txn.rs`), a VRF's RIB and FIB per family and the writes that keep them
 //!   in step (`vrf.rs`); what a route holds and how a FIB entry encodes its
 //!   target (`entry.rs`); the changes of a batch and their errors (`change.rs`).
-//! * RIB (`rib.rs`): a persistent stride-8 trie per VRF and family; the source of
-//!   truth for dumps (prefix order) and for deriving the FIB.
+//! * RIB (`rib.rs`): a persistent, path-compressed stride-8 trie per VRF and
+//!   family; the source of truth for dumps (prefix order) and for deriving
+//!   the FIB.
 //! * FIB (`fib.rs`): DIR-24-8 for IPv4, a 24-bit first stride then 8-bit strides for
 //!   IPv6 (same code, 14 levels at most). Entries are 4 bytes and hold the encoded
 //!   [`Target`] (a next-hop or group id, or blackhole/reject/local), so the FIB is
