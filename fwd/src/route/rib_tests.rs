@@ -99,23 +99,16 @@ fn v6_extremes() {
 /// into a small space so that every node depth and both ends are
 /// exercised).
 fn area_matches<const W: u32>(prefixes: &[(u128, u8)], queries: &[(u128, u8)]) {
-    let mask = |a: u128, l: u8| {
-        if l == 0 {
-            0
-        } else {
-            a & !((1u128 << (W - u32::from(l))) - 1) & (u128::MAX >> (128 - W))
-        }
-    };
     let mut r = Rib::<W, u32>::new();
     let (mut got, mut want) = (Vec::new(), Vec::new());
     for (i, &(a, l)) in prefixes.iter().enumerate() {
-        let a = mask(a, l);
+        let a = mask::<W>(a, l);
         r.insert_children(a, l, i as u32, &mut got);
         r.maximal_children(a, l, &mut want);
         assert_eq!(got, want, "insert {a:#x}/{l}");
     }
     for &(a, l) in queries {
-        let a = mask(a, l);
+        let a = mask::<W>(a, l);
         r.maximal_children(a, l, &mut want);
         // Before a removal: the prefix's own value, the strictly
         // shorter covering prefix's, its holes; nothing (and `out`
@@ -206,71 +199,102 @@ fn long_prefixes_skip_the_levels_between() {
     );
 }
 
+/// The first `l` bits of `a` (`W` = 128 or, right-aligned, 32).
+fn mask<const W: u32>(a: u128, l: u8) -> u128 {
+    if l == 0 {
+        0
+    } else {
+        a & !((1u128 << (W - u32::from(l))) - 1) & (u128::MAX >> (128 - W))
+    }
+}
+
+/// Inserts `adds` (prefixes, masked here), then removes the present
+/// prefixes `dels` pick; checks at each step that the trie equals a set
+/// model and keeps the shape of `check_shape`, that `lpm` of each query
+/// at several lengths is the model's longest match, that the version taken
+/// before the removals is untouched, that a trie emptied again costs what
+/// a new one does, and that every node is freed once the versions are
+/// gone.
+fn follows_a_set_model<const W: u32>(
+    adds: &[(u128, u8)],
+    dels: &[usize],
+    queries: &[u128],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let live = super::super::larc::live_nodes();
+    let mut r = Rib::<W, u32>::new();
+    let mut model = std::collections::BTreeMap::new();
+    for (i, &(a, l)) in adds.iter().enumerate() {
+        let a = mask::<W>(a, l);
+        let old = r.insert(a, l, i as u32);
+        proptest::prop_assert_eq!(old, model.insert((a, l), i as u32));
+        check_shape(&r);
+    }
+    let full = r.clone();
+    let full_model = model.clone();
+    for &d in dels {
+        let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+        if keys.is_empty() {
+            break;
+        }
+        let (a, l) = keys[d % keys.len()];
+        proptest::prop_assert_eq!(r.remove(a, l), model.remove(&(a, l)));
+        proptest::prop_assert_eq!(r.get(a, l), None);
+        check_shape(&r);
+    }
+    let got: Vec<_> = r.iter().map(|(a, l, v)| ((a, l), v)).collect();
+    let want: Vec<_> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    proptest::prop_assert_eq!(got, want);
+    let got: Vec<_> = full.iter().map(|(a, l, v)| ((a, l), v)).collect();
+    let want: Vec<_> = full_model.iter().map(|(&k, &v)| (k, v)).collect();
+    proptest::prop_assert_eq!(got, want);
+    for (&(a, l), &v) in &model {
+        proptest::prop_assert_eq!(r.get(a, l), Some(v));
+    }
+    let w = W as u8;
+    for &q in queries {
+        for max in [w, w - 1, w / 2 + 3, w / 2, w / 2 - 1, 8, 0] {
+            let want = model
+                .iter()
+                .filter(|(&(a, l), _)| l <= max && mask::<W>(q, l) == a)
+                .max_by_key(|(&(_, l), _)| l)
+                .map(|(&(a, l), &v)| (a, l, v));
+            proptest::prop_assert_eq!(r.lpm(q, max), want);
+        }
+    }
+    let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+    for (a, l) in keys {
+        proptest::prop_assert!(r.remove(a, l).is_some());
+        check_shape(&r);
+    }
+    proptest::prop_assert_eq!(r.nodes(), 1);
+    proptest::prop_assert_eq!(
+        r.mem(&mut HashSet::new()),
+        Rib::<W, u32>::new().mem(&mut HashSet::new())
+    );
+    drop((r, full));
+    proptest::prop_assert_eq!(super::super::larc::live_nodes(), live);
+    Ok(())
+}
+
 proptest::proptest! {
     /// IPv6 prefixes of every length at addresses that share leading
-    /// bytes to random depths (so that paths part, meet and are cut at
-    /// every level): inserts and removes keep the trie equal to a set
-    /// model and in the shape of `check_shape`, answer `lpm` as a scan
-    /// of the model does, leave older versions untouched, and free
-    /// every node once the versions are gone.
+    /// bytes to random depths, so that paths part, meet and are cut at
+    /// every level (`follows_a_set_model`).
     #[test]
     fn compressed_paths_follow_a_set_model(
         adds in proptest::collection::vec((0u32..4, 0u32..16, proptest::prelude::any::<u128>(), 0u8..=128), 1..80),
         dels in proptest::collection::vec(0usize..1000, 0..80),
     ) {
-        let live = super::super::larc::live_nodes();
+        // The stem's first `shared` bytes, then one of four bytes, then
+        // random bits.
         let stem = 0x2001_0db8_aaaa_bbbb_cccc_dddd_eeee_ffffu128;
-        let mask = |a: u128, l: u8| if l == 0 { 0 } else { a & !u128::MAX.checked_shr(u32::from(l)).unwrap_or(0) };
-        let mut r = Rib::<128, u32>::new();
-        let mut model = std::collections::BTreeMap::new();
-        for (i, &(x, shared, tail, l)) in adds.iter().enumerate() {
-            // The stem's first `shared` bytes, then one of four bytes,
-            // then random bits.
+        let addr = |x: u32, shared: u32, tail: u128| {
             let s = 8 * shared;
-            let a = mask(stem, s as u8) | ((u128::from(x) << 120 | tail >> 8) >> s);
-            let a = mask(a, l);
-            let old = r.insert(a, l, i as u32);
-            proptest::prop_assert_eq!(old, model.insert((a, l), i as u32));
-            check_shape(&r);
-        }
-        let full = r.clone();
-        let full_model = model.clone();
-        for &d in &dels {
-            let keys: Vec<(u128, u8)> = model.keys().copied().collect();
-            if keys.is_empty() {
-                break;
-            }
-            let (a, l) = keys[d % keys.len()];
-            proptest::prop_assert_eq!(r.remove(a, l), model.remove(&(a, l)));
-            proptest::prop_assert_eq!(r.get(a, l), None);
-            check_shape(&r);
-        }
-        let got: Vec<_> = r.iter().map(|(a, l, v)| ((a, l), v)).collect();
-        let want: Vec<_> = model.iter().map(|(&k, &v)| (k, v)).collect();
-        proptest::prop_assert_eq!(got, want);
-        let got: Vec<_> = full.iter().map(|(a, l, v)| ((a, l), v)).collect();
-        let want: Vec<_> = full_model.iter().map(|(&k, &v)| (k, v)).collect();
-        proptest::prop_assert_eq!(got, want);
-        for &(x, shared, tail, _) in &adds {
-            let s = 8 * shared;
-            let q = mask(stem, s as u8) | ((u128::from(x) << 120 | tail >> 8) >> s);
-            for max in [128u8, 127, 100, 64, 63, 8, 0] {
-                let want = model
-                    .iter()
-                    .filter(|(&(a, l), _)| l <= max && mask(q, l) == a)
-                    .max_by_key(|(&(_, l), _)| l)
-                    .map(|(&(a, l), &v)| (a, l, v));
-                proptest::prop_assert_eq!(r.lpm(q, max), want);
-            }
-        }
-        let keys: Vec<(u128, u8)> = model.keys().copied().collect();
-        for (a, l) in keys {
-            proptest::prop_assert!(r.remove(a, l).is_some());
-            check_shape(&r);
-        }
-        proptest::prop_assert_eq!(r.nodes(), 1);
-        drop((r, full));
-        proptest::prop_assert_eq!(super::super::larc::live_nodes(), live);
+            mask::<128>(stem, s as u8) | ((u128::from(x) << 120 | tail >> 8) >> s)
+        };
+        let prefixes: Vec<_> = adds.iter().map(|&(x, sh, t, l)| (addr(x, sh, t), l)).collect();
+        let queries: Vec<_> = adds.iter().map(|&(x, sh, t, _)| addr(x, sh, t)).collect();
+        follows_a_set_model::<128>(&prefixes, &dels, &queries)?;
     }
 }
 
@@ -302,54 +326,16 @@ proptest::proptest! {
 
 proptest::proptest! {
     /// Children spread over every chunk of the root and of the nodes
-    /// below it: inserts and removes keep the trie equal to a set model,
-    /// leave older versions untouched, a trie emptied again costs
-    /// exactly what a new one does (empty chunks are dropped), and
-    /// every node is freed once the versions are gone.
+    /// below it (empty chunks are dropped: a trie emptied again costs
+    /// exactly what a new one does; `follows_a_set_model`).
     #[test]
     fn chunked_children_follow_a_set_model(
         adds in proptest::collection::vec((0u32..=255, 0u32..=255, 9u8..=24), 1..120),
         dels in proptest::collection::vec(0usize..1000, 0..120),
     ) {
-        let live = super::super::larc::live_nodes();
-        let mut r = Rib::<32, u32>::new();
-        let mut model = std::collections::BTreeMap::new();
-        for (i, &(a, b, l)) in adds.iter().enumerate() {
-            let addr = u128::from((a << 24 | b << 16) & (u32::MAX << (32 - l)));
-            let old = r.insert(addr, l, i as u32);
-            proptest::prop_assert_eq!(old, model.insert((addr, l), i as u32));
-        }
-        let full = r.clone();
-        let full_model = model.clone();
-        for &d in &dels {
-            let keys: Vec<(u128, u8)> = model.keys().copied().collect();
-            if keys.is_empty() {
-                break;
-            }
-            let (a, l) = keys[d % keys.len()];
-            proptest::prop_assert_eq!(r.remove(a, l), model.remove(&(a, l)));
-            proptest::prop_assert_eq!(r.get(a, l), None);
-        }
-        let got: Vec<_> = r.iter().map(|(a, l, v)| ((a, l), v)).collect();
-        let want: Vec<_> = model.iter().map(|(&k, &v)| (k, v)).collect();
-        proptest::prop_assert_eq!(got, want);
-        let got: Vec<_> = full.iter().map(|(a, l, v)| ((a, l), v)).collect();
-        let want: Vec<_> = full_model.iter().map(|(&k, &v)| (k, v)).collect();
-        proptest::prop_assert_eq!(got, want);
-        for (&(a, l), &v) in &model {
-            proptest::prop_assert_eq!(r.get(a, l), Some(v));
-        }
-        let keys: Vec<(u128, u8)> = model.keys().copied().collect();
-        for (a, l) in keys {
-            proptest::prop_assert!(r.remove(a, l).is_some());
-        }
-        proptest::prop_assert_eq!(r.nodes(), 1);
-        proptest::prop_assert_eq!(
-            r.mem(&mut HashSet::new()),
-            Rib::<32, u32>::new().mem(&mut HashSet::new())
-        );
-        drop((r, full));
-        proptest::prop_assert_eq!(super::super::larc::live_nodes(), live);
+        let prefixes: Vec<_> = adds.iter().map(|&(a, b, l)| (u128::from(a << 24 | b << 16), l)).collect();
+        let queries: Vec<_> = prefixes.iter().map(|&(a, _)| a | 0x0101).collect();
+        follows_a_set_model::<32>(&prefixes, &dels, &queries)?;
     }
 
     #[test]
