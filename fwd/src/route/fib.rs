@@ -638,46 +638,44 @@ impl<const W: u32> Fib<W> {
     /// it; `None` when the range is full.
     fn take_group(&mut self, lo: usize, hi: usize, fill: u32) -> Option<usize> {
         debug_assert!(lo.is_multiple_of(64) && (hi.is_multiple_of(64) || hi == usize::MAX));
-        let dense = hi == usize::MAX;
         let pool = make_mut(&mut self.pool);
+        let Pool {
+            tbl,
+            free,
+            free_hint,
+            pair_hint,
+            ..
+        } = pool;
+        // The hint of the range asked for: whole groups' or pairs'.
+        let hint = if hi == usize::MAX {
+            free_hint
+        } else {
+            pair_hint
+        };
         let g = loop {
-            let hint = if dense {
-                pool.free_hint
-            } else {
-                pool.pair_hint
-            };
-            let start = (lo / 64).max(hint);
-            let end = pool.free.len().min(hi.div_ceil(64));
-            if let Some(i) = pool
-                .free
+            let start = (lo / 64).max(*hint);
+            let end = free.len().min(hi.div_ceil(64));
+            if let Some(i) = free
                 .get(start..end)
                 .and_then(|f| f.iter().position(|&w| w != 0))
             {
                 let w = start + i;
-                if dense {
-                    pool.free_hint = w;
-                } else {
-                    pool.pair_hint = w;
-                }
-                let bit = pool.free[w].trailing_zeros() as usize;
-                pool.free[w] &= !(1u64 << bit);
+                *hint = w;
+                let bit = free[w].trailing_zeros() as usize;
+                free[w] &= !(1u64 << bit);
                 break w * 64 + bit;
             }
             // Nothing free below `end` (nor below `start`): the next call
             // need not look again.
-            if dense {
-                pool.free_hint = end;
-            } else {
-                pool.pair_hint = end;
-            }
-            if pool.free.len() * 64 >= hi {
+            *hint = end;
+            if free.len() * 64 >= hi {
                 return None;
             }
-            // Grow by one dir of groups, all free (the hints stay: nothing
-            // below the new dir was free).
-            let old = pool.tbl.capacity() / GROUP;
-            pool.tbl.grow_to(pool.tbl.capacity() + Tbl::PER_DIR);
-            pool.free.resize((old + GROUPS_PER_DIR) / 64, u64::MAX);
+            // Grow by one dir of groups, all free (the hint, now the old
+            // end, is where they start).
+            let old = tbl.capacity() / GROUP;
+            tbl.grow_to(tbl.capacity() + Tbl::PER_DIR);
+            free.resize((old + GROUPS_PER_DIR) / 64, u64::MAX);
         };
         pool.used += 1;
         let off = (g * GROUP) % PAGE;

@@ -688,12 +688,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
             while len >= bottom {
                 let (_, idx) = Self::locate(addr, len as u8);
                 if let Some(t) = n.pfx_get(idx) {
-                    let a = if len == 0 {
-                        0
-                    } else {
-                        addr & !((1u128 << (W - len)) - 1)
-                    };
-                    best = Some((a, len as u8, t));
+                    best = Some((Self::prefix_base(addr, len as u8), len as u8, t));
                     break;
                 }
                 if len == 0 {
@@ -740,7 +735,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     }
 
     /// The first `len` bits of `addr`.
-    #[cfg(test)]
+    #[inline]
     fn prefix_base(addr: u128, len: u8) -> u128 {
         if len == 0 {
             0
