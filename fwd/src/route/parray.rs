@@ -240,6 +240,15 @@ impl<
         self.page_arc(p)
     }
 
+    /// Whether page `p` and its path are this version's own, so that a
+    /// write there copies nothing (counts read, none changed).
+    #[inline(always)]
+    pub(crate) fn page_is_private(&self, p: usize) -> bool {
+        let (d, m, s) = Self::split(p);
+        let dir = &self.top[d];
+        dir.is_unique() && dir.mids[m].is_unique() && dir.mids[m].pages[s].is_unique()
+    }
+
     /// The pointer to page `p` (for identity checks).
     #[inline(always)]
     fn page_arc(&self, p: usize) -> &LArc<[T; N]> {
@@ -517,11 +526,21 @@ mod tests {
     #[test]
     fn a_write_copies_one_dir_one_mid_one_page() {
         let mut a = A::new(256, 0);
+        // The shared zero page is no one's own.
+        assert!(!a.page_is_private(0));
         for i in 0..256 {
             a.set(i, 1);
         }
+        assert!((0..16).all(|p| a.page_is_private(p)));
         let mut b = a.clone();
+        assert!((0..16).all(|p| !a.page_is_private(p) && !b.page_is_private(p)));
         b.set(70, 2);
+        // What a write copied is its own, in both; a page under a copied
+        // mid, or a copied page under a shared mid, is not.
+        for p in 0..16 {
+            assert_eq!(b.page_is_private(p), p == 4, "page {p}");
+            assert_eq!(a.page_is_private(p), p == 4, "page {p}");
+        }
         let ptr = |x: &A, d: usize| x.top[d].as_ptr();
         // Page 4 (values 64..80) is in dir 0, mid 1.
         assert_ne!(ptr(&a, 0), ptr(&b, 0));
