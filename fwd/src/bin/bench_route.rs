@@ -12,6 +12,13 @@
 //! For the update workloads (`--only churn`): `BENCH_CHURN=<text>` runs only
 //! those whose name contains it, `BENCH_SINGLE=<n>` publishes n one-change
 //! versions (default 6000), `BENCH_ALONE_ONLY=1` skips the runs with a reader.
+//!
+//! `--only load1` loads each full view as one version `BENCH_LOAD_ROUNDS`
+//! times (default 15), dropping each, and gives every round's time with the
+//! minimum and the median: the least noisy wall-clock view of the load on a
+//! shared host, and, under `valgrind --tool=callgrind
+//! --toggle-collect='*Routing::apply*'` with `BENCH_LOAD_ROUNDS=2`, its
+//! instructions a route (`bench-results/route.md`).
 
 use std::hint::black_box;
 use std::io::Write;
@@ -151,6 +158,38 @@ fn load_delete(base: &Routing, changes: &[RouteChange], dels: &[RouteChange]) ->
         r.loaded = loaded;
     }
     r
+}
+
+/// `--only load1`: each view loaded as one version, round after round.
+fn load_rounds(base: &Routing, views: &[(&str, &Vec<RouteChange>)]) {
+    let rounds: usize = std::env::var("BENCH_LOAD_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15)
+        .max(1);
+    println!("## Full view in one version, {rounds} rounds (single core, writer only)\n");
+    println!("| view | min | median | every round, ms |");
+    println!("|---|---|---|---|");
+    for (name, changes) in views {
+        let mut t: Vec<f64> = (0..rounds)
+            .map(|_| {
+                let s = Instant::now();
+                let loaded = base.apply(changes).expect("load");
+                let el = secs(s.elapsed());
+                drop(black_box(loaded));
+                el
+            })
+            .collect();
+        let each: Vec<String> = t.iter().map(|x| format!("{:.0}", x * 1e3)).collect();
+        t.sort_by(f64::total_cmp);
+        println!(
+            "| {name} {} | {:.3} s | {:.3} s | {} |",
+            changes.len(),
+            t[0],
+            t[t.len() / 2],
+            each.join(" ")
+        );
+    }
 }
 
 fn lookup4_ns(r: &Routing, d: &[u32], burst: usize) -> f64 {
@@ -327,7 +366,7 @@ fn main() {
             _ => {
                 eprintln!(
                     "usage: bench_route [--data DIR] [--dpdk-files DIR] [--quick] \
-                     [--only load|lookup|hash|churn]"
+                     [--only load|load1|lookup|hash|churn]"
                 );
                 std::process::exit(2);
             }
@@ -361,6 +400,9 @@ fn main() {
     let a6 = add_changes(&v6);
     let d6 = del_changes(&v6);
 
+    if only.as_deref() == Some("load1") {
+        return load_rounds(&base, &[("IPv4", &a4), ("IPv6", &a6)]);
+    }
     let run = |s: &str| only.as_deref().is_none_or(|o| o == s);
     if !run("load") {
         let both = base.apply(&a4).and_then(|r| r.apply(&a6)).expect("load");
