@@ -18,7 +18,8 @@
 //! minimum and the median: the least noisy wall-clock view of the load on a
 //! shared host, and, under `valgrind --tool=callgrind
 //! --toggle-collect='*Routing::apply*'` with `BENCH_LOAD_ROUNDS=2`, its
-//! instructions a route (`bench-results/route.md`).
+//! instructions a route (`deploy/bench/counts.sh`). `BENCH_LOAD_FAMILY=4`
+//! or `6`: that view only.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -170,7 +171,11 @@ fn load_rounds(base: &Routing, views: &[(&str, &Vec<RouteChange>)]) {
     println!("## Full view in one version, {rounds} rounds (single core, writer only)\n");
     println!("| view | min | median | every round, ms |");
     println!("|---|---|---|---|");
+    let family = std::env::var("BENCH_LOAD_FAMILY").ok();
     for (name, changes) in views {
+        if family.as_deref().is_some_and(|f| !name.ends_with(f)) {
+            continue;
+        }
         let mut t: Vec<f64> = (0..rounds)
             .map(|_| {
                 let s = Instant::now();

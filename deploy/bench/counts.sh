@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Instructions of the hot paths, counted by valgrind's callgrind: a count
+# does not move with a shared host's load, so a change of a few percent
+# shows in one run, where a wall-clock A/B on these VMs needs many rounds to
+# see x1.1 (a 1.18x slower full-view load went unnoticed for three days,
+# bench-results/route.md, 2026-12-06). Counted:
+#   - a route of the full IPv4 and IPv6 views, each loaded as one version
+#     (bench_route --only load1, 2 loads, only inside Routing::apply);
+#   - a one-change version with both views loaded, writer alone
+#     (bench_route --only churn, "1 change": 20,000 versions less 10,000,
+#     so that the load cancels out);
+#   - a packet through the worker's fast path, IPv4 and IPv6 (bench_pkt's
+#     "worker fast path" cases: 20 blocks less 0, 128,000 packets).
+#
+#   deploy/bench/counts.sh [BASE_DIR]
+#
+# BASE_DIR: a directory holding another build's bench_route and bench_pkt,
+# counted the same way in the same run (an A/B). The rows go to
+# bench-results/counts.md (COUNTS_OUT). Counts depend on the compiler:
+# compare rows of one rustc. Takes ~5 minutes a build on 2 vCPUs.
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+BASE="${1:-}"
+OUT="${COUNTS_OUT:-$ROOT/bench-results/counts.md}"
+find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
+command -v valgrind > /dev/null || apt_install valgrind
+if [ -n "$BASE" ]; then
+    for b in bench_route bench_pkt; do
+        [ -x "$BASE/$b" ] || { echo "$0: no $b in $BASE" >&2; exit 1; }
+    done
+fi
+(cd "$ROOT" && cargo build --release -p fwd --bin bench_route --bin bench_pkt)
+WORK="$(mktemp -d /tmp/fwd-counts.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+ROUTING="$FWD_DATA/routing"
+
+# count NAME CMD...: runs CMD under callgrind (VG_ARGS: more valgrind
+# options), its output in $WORK/NAME.out; prints the instructions counted.
+count() {
+    local name="$1"
+    shift
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        --log-file="$WORK/$name.vg" ${VG_ARGS:-} "$@" > "$WORK/$name.out"
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/$name.vg"
+}
+
+# per A B N: (A - B) / N, to one decimal.
+per() {
+    awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN {printf "%.1f", (a - b) / n}'
+}
+
+# row LABEL DIR: one table row for the bench_route and bench_pkt in DIR.
+row() {
+    local label="$1" br="$2/bench_route" bp="$2/bench_pkt" cells=() f c n c10 c20
+    for f in 4 6; do
+        c="$(VG_ARGS="--toggle-collect=*Routing::apply*" BENCH_LOAD_FAMILY=$f BENCH_LOAD_ROUNDS=2 \
+            count "load$f" "$br" --data "$ROUTING" --only load1)"
+        n="$(sed -n "s/^| IPv$f \([0-9]*\) |.*/\1/p" "$WORK/load$f.out")"
+        [ -n "$c" ] && [ -n "$n" ] || { echo "$0: no load count for IPv$f ($label)" >&2; exit 1; }
+        cells+=("$(per "$c" 0 $((2 * n)))")
+    done
+    # The two churn runs are independent: one a CPU.
+    for n in 10000 20000; do
+        BENCH_SINGLE=$n BENCH_ALONE_ONLY=1 BENCH_CHURN="1 change" \
+            count "churn$n" "$br" --data "$ROUTING" --only churn > "$WORK/churn$n.c" &
+    done
+    wait
+    c10="$(cat "$WORK/churn10000.c")"
+    c20="$(cat "$WORK/churn20000.c")"
+    cells+=("$(per "$c20" "$c10" 10000)")
+    for f in udp4 udp6; do
+        c10="$(BENCH_PKT_ONLY="worker fast path ($f" count "pkt0$f" "$bp" 0)"
+        c20="$(BENCH_PKT_ONLY="worker fast path ($f" count "pkt20$f" "$bp" 20)"
+        cells+=("$(per "$c20" "$c10" $((20 * 200 * 32)))")
+    done
+    printf '| %s |' "$label"
+    printf ' %s |' "${cells[@]}"
+    echo
+}
+
+this="$(commit_id)"
+{
+    echo
+    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $this"
+    echo
+    echo "- command: \`deploy/bench/counts.sh${BASE:+ $BASE}\`"
+    echo "- $(rustc --version); $(valgrind --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+    echo
+    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet |"
+    echo "|---|---|---|---|---|---|"
+    row "$this" "$REL"
+    [ -z "$BASE" ] || row "base: $BASE" "$BASE"
+} | tee -a "$OUT"
