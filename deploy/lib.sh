@@ -103,6 +103,23 @@ commit_id() {
     fi
 }
 
+# append_results FILE: appends the report on stdin to the results file
+# FILE as a section of its own, below the earlier runs' (a bench's report
+# is kept, never replaced: its file is the measure's history). The report's
+# first line is its "# title": it starts FILE when FILE is new, and heads
+# the section, dated, otherwise. The file is written only once the report
+# is whole, so a commit id the report reads is not "+dirty" from it. The
+# section goes to stdout too.
+append_results() {
+    local out="$1" report title
+    report="$(cat)"
+    title="$(printf '%s\n' "$report" | head -n 1)"
+    mkdir -p "$(dirname "$out")"
+    [ -f "$out" ] || printf '%s\n' "$title" > "$out"
+    printf '\n## %s: %s\n%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "${title#\# }" \
+        "$(printf '%s\n' "$report" | tail -n +2)" | tee -a "$out"
+}
+
 # median: the median of the numbers on stdin (separated by spaces or
 # newlines); the mean of the middle two, to 3 decimals, for an even count.
 median() {

@@ -75,5 +75,4 @@ mo=$(echo "$old" | median)
     echo "| $LABEL | $old | $mo |"
     echo
     echo "median ratio this / baseline = **$(awk -v a="$mn" -v b="$mo" 'BEGIN {printf "%.3f", a / b}')**"
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"

@@ -115,5 +115,4 @@ del_ratio=$(awk -v a="$t_del_busy" -v b="$t_del_alone" 'BEGIN { printf "%.2f", a
     echo "| fwdctl -b, 100000 rule add ($nrules rules after) | $t_rules | < 1 |"
     echo "| Linux ip -batch, same $NROUTES routes (netns, veth) | $t_ip | (reference) |"
     echo "| Linux tc -b, 100000 u32 filters ($ntc installed) | $t_tc | (reference) |"
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"

@@ -109,5 +109,4 @@ done
     echo "| round | build | delete alone: wall s | control CPU s | control wait s | with $DUMPERS dumpers: wall s | control CPU s | control wait s | wall ratio |"
     echo "|---|---|---|---|---|---|---|---|---|"
     printf '%s' "$rows"
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"

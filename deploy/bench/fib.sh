@@ -147,5 +147,4 @@ med() { stat "$1" | cut -d' ' -f1; }
         k="${k//_/ }"
         echo "- $k:${samples["$k"]}"
     done
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"

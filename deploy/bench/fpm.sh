@@ -1608,6 +1608,5 @@ settle > /dev/null
 "$BIN/bench_fpm" --data "$DATA" --rounds "$REPS" > "$WORK/bench_fpm.md" 2>&1 || log "bench_fpm failed"
 [ -n "$SPK_PID" ] && kill_pid "$SPK_PID" TERM
 del_ns "$SPK_NS"
-mkdir -p "$(dirname "$OUT")"
-python3 "$PY/report.py" "$WORK" > "$OUT"
+python3 "$PY/report.py" "$WORK" | append_results "$OUT" > /dev/null
 log "results: $OUT"

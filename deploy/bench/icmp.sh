@@ -73,5 +73,4 @@ row() {
     row "23% unrouted, no limit" "$WORK/unlimited.yaml"
     echo
     echo "The VM is shared: compare rows of one run only."
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"

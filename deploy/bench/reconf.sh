@@ -181,6 +181,5 @@ EOF
     echo
     echo "Wrong port: $wrong_traffic of the traffic's frames left on port wrong ($wrong_all frames in its pcap)."
     echo "Counters at the end: p0 rx $rx_in, p1 tx $tx_out, drops $drops (fwdctl --json stats)."
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"
 [ "$wrong_traffic" = 0 ] || { echo "reconf: packets went to the wrong port" >&2; exit 1; }

@@ -83,5 +83,4 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
         echo "With $ncpu CPUs, $ncpu or more workers share CPU 0 with the main lcore (and"
         echo "several workers a CPU): those rows show the machine, not the design."
     fi
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"

@@ -130,5 +130,4 @@ label() {
     echo "A cutoff build forwards without rewriting, and its last stage's loads may"
     echo "overlap what the cut removed: the steps are each stage's cost in this loop,"
     echo "not in isolation. The VM is shared: compare rows of one run."
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"

@@ -179,5 +179,4 @@ nspp=$(awk -v a="$fwd_avg" 'BEGIN { if (a > 0) printf "%.1f", 1000 / a; else pri
     echo
     echo "The recipe itself (pcap copy + free) costs ~10 ns/packet; the VM is shared, so"
     echo "compare rows of the same run only."
-} > "$OUT"
-cat "$OUT"
+} | append_results "$OUT"
