@@ -6,7 +6,7 @@
 #
 #   deploy/fuzz.sh --short                  # every target, 20000 runs; fails on a crash
 #   deploy/fuzz.sh --long [RUNS]            # 10^7 runs each (default), one after the
-#                                           # other; writes bench-results/fuzz.md
+#                                           # other; appends to bench-results/fuzz.md
 #   deploy/fuzz.sh --long RUNS --max-time S # ... at most S seconds per target
 #   deploy/fuzz.sh --short pkt_parse ...    # only these targets
 #
@@ -107,8 +107,8 @@ if [ "$MODE" = long ]; then
         echo
         echo "cov: code edges covered; ft: libFuzzer features (edges x hit counts);"
         echo "both from the final status line. exec/s: executions / wall time."
-    } >"$out"
-    echo "fuzz: wrote $out"
+    } | append_results "$out" > /dev/null
+    echo "fuzz: appended to $out"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
