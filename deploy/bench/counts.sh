@@ -80,14 +80,13 @@ row() {
 
 this="$(commit_id)"
 {
+    echo "# Instructions of the hot paths (deploy/bench/counts.sh)"
     echo
-    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $this"
-    echo
-    echo "- command: \`deploy/bench/counts.sh${BASE:+ $BASE}\`"
+    echo "- commit $this; command: \`deploy/bench/counts.sh${BASE:+ $BASE}\`"
     echo "- $(rustc --version); $(valgrind --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
     echo
     echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet |"
     echo "|---|---|---|---|---|---|"
     row "$this" "$REL"
     [ -z "$BASE" ] || row "base: $BASE" "$BASE"
-} | tee -a "$OUT"
+} | append_results "$OUT"

@@ -121,11 +121,10 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done
 
-[ -f "$OUT" ] || printf '# Idle workers: their CPU and the latency their sleeping adds\n\n' > "$OUT"
 {
-    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $(commit_id)"
+    echo "# Idle workers: their CPU and the latency their sleeping adds"
     echo
-    echo "- command: \`deploy/bench/idle.sh\` (VALUES=\"${VALUES[*]}\" ROUNDS=$ROUNDS IDLE_S=$IDLE_S)"
+    echo "- commit $(commit_id); command: \`deploy/bench/idle.sh\` (VALUES=\"${VALUES[*]}\" ROUNDS=$ROUNDS IDLE_S=$IDLE_S)"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- two net_tap ports in network namespaces, one worker on CPU 1; the worker's CPU"
     echo "  over ${IDLE_S} s without traffic (share of one CPU), then ping's round trip"
@@ -136,6 +135,5 @@ done
     for v in "${VALUES[@]}"; do
         echo "| $v | ${CPU[$v]% } | $(printf '%s' "${RTT_Q[$v]}" | rtt_cell) | $(printf '%s' "${RTT_F[$v]}" | rtt_cell) |"
     done
-    echo
-} >> "$OUT"
+} | append_results "$OUT" > /dev/null
 echo "results: $OUT" >&2

@@ -118,13 +118,10 @@ for w in over_tables over_memory over_neighbours over_addresses; do
     limit_rows="$limit_rows$row"$'\n'
 done
 
-# Before the results file is opened: the append would make the tree dirty.
-rev="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo +dirty)"
 {
+    echo "# What tables cost in the daemon's memory"
     echo
-    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $rev"
-    echo
-    echo "- command: \`deploy/bench/memory.sh $N\`"
+    echo "- commit $(commit_id); command: \`deploy/bench/memory.sh $N\`"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
     echo
     echo "| workload | items | fwdctl -b | RSS before | after | peak | RSS an item |"
@@ -136,5 +133,5 @@ rev="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || ec
     echo "| batch | lines | refused at | fwdctl -b | RSS before | after | peak |"
     echo "|---|---|---|---|---|---|---|"
     printf "%s" "$limit_rows"
-} >> "$OUT"
+} | append_results "$OUT" > /dev/null
 echo "memory: appended to $OUT"

@@ -77,12 +77,10 @@ else
     rows+=("| dpdk-l3fwd LPM mode | (failed) | | | | | | |")
 fi
 
-[ -f "$OUT" ] || printf '# Where a packet'"'"'s time goes, by shared object (deploy/bench/shares.sh)\n' > "$OUT"
 {
+    echo "# Where a packet's time goes, by shared object (deploy/bench/shares.sh)"
     echo
-    echo "## $(date -u +%Y-%m-%dT%H:%MZ), commit $(commit_id): IPv$FAMILY, $ROUTES routes"
-    echo
-    echo "- command: \`$( [ "$FAMILY" = 6 ] && echo "FAMILY=6 ")deploy/bench/shares.sh $ROUTES\`"
+    echo "- IPv$FAMILY, $ROUTES routes; commit $(commit_id); command: \`$( [ "$FAMILY" = 6 ] && echo "FAMILY=6 ")deploy/bench/shares.sh $ROUTES\`"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo
     echo "ns/packet: the rate's inverse, split by the share of perf's samples on CPU 1 in each object."
@@ -92,5 +90,5 @@ fi
     echo "| program | Mpps | ns/packet | net_pcap RX | net_null TX | loader | other | the program's own code |"
     echo "|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
-} >> "$OUT"
+} | append_results "$OUT"
 tail -n 12 "$OUT"
