@@ -10,12 +10,17 @@
 #     (bench_route --only churn, "1 change": 20,000 versions less 10,000,
 #     so that the load cancels out);
 #   - a packet through the worker's fast path, IPv4 and IPv6 (bench_pkt's
-#     "worker fast path" cases: 20 blocks less 0, 128,000 packets).
+#     "worker fast path" cases: 20 blocks less 0, 128,000 packets);
+#   - a classifier lookup on lyxocs' acl1_10k and acl2_10k, keys inside
+#     random rules, in bursts (bench_acl with BENCH_ACL_PASSES: 2 passes
+#     of 100,000 keys less 0), on the SIMD path the classifier picks under
+#     valgrind.
 #
 #   deploy/bench/counts.sh [BASE_DIR]
 #
-# BASE_DIR: a directory holding another build's bench_route and bench_pkt,
-# counted the same way in the same run (an A/B). The rows go to
+# BASE_DIR: a directory holding another build's bench_route, bench_pkt and
+# bench_acl, counted the same way in the same run (an A/B; "n/a" where
+# that build's bench has no such mode). The rows go to
 # bench-results/counts.md (COUNTS_OUT). Counts depend on the compiler:
 # compare rows of one rustc. Takes ~5 minutes a build on 2 vCPUs.
 set -euo pipefail
@@ -25,11 +30,11 @@ OUT="${COUNTS_OUT:-$ROOT/bench-results/counts.md}"
 find_corpora || { echo "$0: $corpora_missing" >&2; exit 1; }
 command -v valgrind > /dev/null || apt_install valgrind
 if [ -n "$BASE" ]; then
-    for b in bench_route bench_pkt; do
+    for b in bench_route bench_pkt bench_acl; do
         [ -x "$BASE/$b" ] || { echo "$0: no $b in $BASE" >&2; exit 1; }
     done
 fi
-(cd "$ROOT" && cargo build --release -p fwd --bin bench_route --bin bench_pkt)
+(cd "$ROOT" && cargo build --release -p fwd --bin bench_route --bin bench_pkt --bin bench_acl)
 WORK="$(mktemp -d /tmp/fwd-counts.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 ROUTING="$FWD_DATA/routing"
@@ -49,9 +54,10 @@ per() {
     awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN {printf "%.1f", (a - b) / n}'
 }
 
-# row LABEL DIR: one table row for the bench_route and bench_pkt in DIR.
+# row LABEL DIR: one table row for the bench_route, bench_pkt and
+# bench_acl in DIR.
 row() {
-    local label="$1" br="$2/bench_route" bp="$2/bench_pkt" cells=() f c n c10 c20
+    local label="$1" br="$2/bench_route" bp="$2/bench_pkt" ba="$2/bench_acl" cells=() f c n c10 c20
     for f in 4 6; do
         c="$(VG_ARGS="--toggle-collect=*Routing::apply*" BENCH_LOAD_FAMILY=$f BENCH_LOAD_ROUNDS=2 \
             count "load$f" "$br" --data "$ROUTING" --only load1)"
@@ -73,6 +79,15 @@ row() {
         c20="$(BENCH_PKT_ONLY="worker fast path ($f" count "pkt20$f" "$bp" 20)"
         cells+=("$(per "$c20" "$c10" $((20 * 200 * 32)))")
     done
+    for f in acl1_10k acl2_10k; do
+        c10="$(BENCH_ACL_SET=$f BENCH_ACL_PASSES=0 count "acl0$f" "$ba" "$FWD_DATA/classbench")"
+        c20="$(BENCH_ACL_SET=$f BENCH_ACL_PASSES=2 count "acl2$f" "$ba" "$FWD_DATA/classbench")"
+        if grep -q "^passes 2 of 100000 keys" "$WORK/acl2$f.out"; then
+            cells+=("$(per "$c20" "$c10" 200000)")
+        else
+            cells+=("n/a")
+        fi
+    done
     printf '| %s |' "$label"
     printf ' %s |' "${cells[@]}"
     echo
@@ -85,8 +100,8 @@ this="$(commit_id)"
     echo "- commit $this; command: \`deploy/bench/counts.sh${BASE:+ $BASE}\`"
     echo "- $(rustc --version); $(valgrind --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
     echo
-    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet |"
-    echo "|---|---|---|---|---|---|"
+    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet | acl1_10k, a lookup | acl2_10k, a lookup |"
+    echo "|---|---|---|---|---|---|---|---|"
     row "$this" "$REL"
     [ -z "$BASE" ] || row "base: $BASE" "$BASE"
 } | append_results "$OUT"

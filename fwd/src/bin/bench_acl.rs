@@ -13,6 +13,12 @@
 //! if it is on PATH; its build time comes from the LD_PRELOAD shim
 //! deploy/bench/acl_build_timer.c (compiled with `cc` into a temp dir), its
 //! memory from the ACL library's debug log ("runtime memory footprint").
+//!
+//! `BENCH_ACL_PASSES=<n>` (with `BENCH_ACL_SET=acl1_10k` or `acl2_10k`,
+//! lyxocs', default acl1_10k): builds the set and looks up its 100,000
+//! keys inside random rules `n` times in bursts, untimed, for
+//! `deploy/bench/counts.sh` to count instructions a lookup under callgrind
+//! (2 passes less 0).
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -309,6 +315,29 @@ fn lyxocs_10k(data: &std::path::Path) -> (Vec<Rule>, Vec<Rule>, Vec<Key>) {
     (acl1, acl2, keys)
 }
 
+/// `BENCH_ACL_PASSES`: `n` untimed passes of lyxocs' `set`'s lookups.
+fn passes(data: &Path, set: &str, n: usize) {
+    let text = std::fs::read_to_string(data.join("lyxocs").join(set)).expect("the set's file");
+    let rules = parse_rules(&text).expect("rules");
+    let keys = keys_inside(&rules, &mut Rng(0x5EED_AC11), 100_000);
+    let (_w, c, _) = build(&rules, Config::default());
+    let mut out = [None; BURST];
+    let mut acc = 0u64;
+    for _ in 0..n {
+        for chunk in keys.chunks(BURST) {
+            c.classify_burst(chunk, &mut out[..chunk.len()]);
+            for m in &out[..chunk.len()] {
+                acc += m.map_or(0, |e| e.slot() as u64);
+            }
+        }
+    }
+    println!(
+        "passes {n} of {} keys of {set}: checksum {}",
+        keys.len(),
+        black_box(acc)
+    );
+}
+
 fn lookup_ns(c: &Classifier, keys: &[Key]) -> f64 {
     lookup_ns2(c, keys).0
 }
@@ -510,6 +539,14 @@ fn main() {
             std::process::exit(2)
         }),
     };
+    if let Some(n) = std::env::var("BENCH_ACL_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        let set = std::env::var("BENCH_ACL_SET").unwrap_or_else(|_| "acl1_10k".into());
+        passes(&data, &set, n);
+        return;
+    }
     if std::env::var_os("BENCH_ACL_OVERLAY").is_some() {
         let (acl1, acl2, keys) = lyxocs_10k(&data);
         let (mut w, v0, _) = build(&acl1, Config::default());
