@@ -259,11 +259,10 @@ impl<
     /// Page `p`, unshared (copied if any other version still holds it).
     #[inline(always)]
     pub(crate) fn page_mut(&mut self, p: usize) -> &mut [T; N] {
-        let (d, m, s) = Self::split(p);
-        let dir = &self.top[d];
-        if !(dir.is_unique() && dir.mids[m].is_unique() && dir.mids[m].pages[s].is_unique()) {
+        if !self.page_is_private(p) {
             self.unshare_page(p);
         }
+        let (d, m, s) = Self::split(p);
         let Some(mid) = self.top[d].get_mut().and_then(|d| d.mids[m].get_mut()) else {
             unreachable!("a path made private is private")
         };

@@ -524,7 +524,13 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     /// stands for.
     #[inline(always)]
     fn on_path(c: &Node<V>, addr: u128, d: u32) -> bool {
-        c.d() <= d && Self::base(addr, c.d()) == c.key()
+        c.d() <= d && Self::keyed(c, addr)
+    }
+
+    /// Whether `addr` has the address bits that node `c`'s key stands for.
+    #[inline(always)]
+    fn keyed(c: &Node<V>, addr: u128) -> bool {
+        Self::base(addr, c.d()) == c.key()
     }
 
     #[inline]
@@ -702,7 +708,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
             match n.kid(Self::byte(addr, d)) {
                 // A child whose prefixes are all longer than `max` holds
                 // none that counts.
-                Some(k) if 8 * k.d() < max && Self::base(addr, k.d()) == k.key() => n = k,
+                Some(k) if 8 * k.d() < max && Self::keyed(k, addr) => n = k,
                 _ => break,
             }
         }
@@ -724,9 +730,7 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
                 // A node below depth d that the prefix covers (the levels
                 // between left out): its prefixes are all inside.
                 Some(c) if c.d() > d && Self::prefix_base(c.key(), len) == addr => {
-                    Self::collect(c, 2, out);
-                    Self::collect(c, 3, out);
-                    return;
+                    return Self::whole(c, out);
                 }
                 _ => return,
             }
@@ -800,13 +804,20 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     fn below(n: &Node<V>, idx: usize, out: &mut Vec<(u128, u8)>) {
         if idx >= 256 {
             if let Some(c) = n.kid(idx - 256) {
-                Self::collect(c, 2, out);
-                Self::collect(c, 3, out);
+                Self::whole(c, out);
             }
         } else {
             Self::collect(n, 2 * idx, out);
             Self::collect(n, 2 * idx + 1, out);
         }
+    }
+
+    /// The maximal prefixes of node `c` (all of them lie inside whatever
+    /// covers its key): those below its two local halves.
+    #[inline(always)]
+    fn whole(c: &Node<V>, out: &mut Vec<(u128, u8)>) {
+        Self::collect(c, 2, out);
+        Self::collect(c, 3, out);
     }
 
     fn collect(n: &Node<V>, idx: usize, out: &mut Vec<(u128, u8)>) {
