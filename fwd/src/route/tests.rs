@@ -863,9 +863,10 @@ fn vrfs_are_separate() {
     assert_eq!(r.vrfs().collect::<Vec<_>>(), vec![0, 7]);
 }
 
-/// A burst whose every entry is a plain next hop takes the shortcut past
-/// the per-entry dispatch; one other entry (a group, a blackhole, no route)
-/// sends its 32 through the dispatch. Both answer what `lookup4` does.
+/// A burst whose every entry is a plain next hop or no route takes the
+/// shortcut past the per-entry dispatch; one other entry (a group, a
+/// blackhole) sends its 32 through the dispatch. Both answer what `lookup4`
+/// does.
 #[test]
 fn burst_lookups_with_and_without_the_all_next_hop_shortcut() {
     let r = base()
@@ -877,11 +878,17 @@ fn burst_lookups_with_and_without_the_all_next_hop_shortcut() {
         ])
         .unwrap();
     let plain: Vec<u32> = (0..64).map(|i| 0x0a00_0000 | (i % 2) << 8 | i).collect();
+    // Lanes without a route among them, the first and the last included:
+    // still the shortcut.
+    let mut unrouted = plain.clone();
+    for (i, a) in [(0, 0), (17, 0x0b00_0000), (33, 0xe000_0001), (63, u32::MAX)] {
+        unrouted[i] = a;
+    }
     let mut odd = plain.clone();
     odd[40] = 0x0a00_0207; // the group
     odd[45] = 0x0a00_0307; // the blackhole
     odd[50] = 0x0b00_0000; // no route
-    for d in [&plain, &odd] {
+    for d in [&plain, &unrouted, &odd] {
         let mut out = vec![Resolved::Local; d.len()];
         let mut asked = Vec::new();
         r.lookup4_burst(
@@ -905,6 +912,9 @@ fn burst_lookups_with_and_without_the_all_next_hop_shortcut() {
     assert!(plain
         .iter()
         .all(|&a| matches!(r.lookup4(0, a, || 0), Resolved::Forward(3 | 5))));
+    for i in [0, 17, 33, 63] {
+        assert_eq!(r.lookup4(0, unrouted[i], || 0), Resolved::NoRoute);
+    }
     assert_eq!(r.lookup4(0, 0x0a00_0307, || 0), Resolved::Blackhole);
 }
 // ---------------------------------------------------------------------------
