@@ -91,7 +91,9 @@ setup_host() {
 }
 
 # The DPDK version and the commit the reports name (a bundle's own, since a
-# copy of the tree may have no .git).
+# copy of the tree may have no .git). "+dirty" when the tree differs from the
+# commit outside bench-results/: the results an earlier run of the same
+# session appended there do not change what is measured.
 dpdk_version() {
     if [ -n "${FWD_BUNDLE:-}" ]; then cat "$FWD_BUNDLE/dpdk-version"; else pkg-config --modversion libdpdk; fi
 }
@@ -99,7 +101,7 @@ commit_id() {
     if [ -n "${FWD_BUNDLE:-}" ]; then
         echo "$(cat "$FWD_BUNDLE/commit") (bundle)"
     else
-        echo "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
+        echo "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet -- . ':!bench-results' || echo '+dirty')"
     fi
 }
 
