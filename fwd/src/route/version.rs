@@ -294,30 +294,46 @@ impl Routing {
             let (d, o) = (&dsts[c..end], &mut out[c..end]);
             let e = &mut ent[..d.len()];
             fib.lookup_burst(d, e);
-            // The common burst, every entry a plain next hop or no route
-            // (kind 0: the empty entry, 0), without the per-entry dispatch
-            // (-0.8 ns a packet on the worker's fast path,
-            // `bench-results/throughput.md`): a select, not a branch, so
-            // that a burst mixing routed and unrouted destinations pays no
-            // mispredicted branch a lane: 28.7% of the IPv4 space has no
-            // route in the full view, so a burst of 32 uniformly random
-            // addresses is all routed once in ~50,000, and the dispatch
-            // made such lookups 1.2-1.4x rte_fib's (`bench-results/fib.md`,
-            // 2026-12-06).
-            if e.iter().fold(0, |a, &x| a | x >> (KIND_SHIFT + 1)) == 0 {
+            // The common burst, every entry a plain next hop, without the
+            // per-entry dispatch (-0.8 ns a packet on the worker's fast
+            // path, `bench-results/throughput.md`); the others out of line,
+            // so that the fast path's loop around this one keeps its code.
+            if e.iter().fold(0, |a, &x| a | ((x >> KIND_SHIFT) ^ K_NH)) == 0 {
                 for (o, &e) in o.iter_mut().zip(e.iter()) {
-                    *o = if e >> KIND_SHIFT == K_NH {
-                        Resolved::Forward(e & ID_MASK)
-                    } else {
-                        Resolved::NoRoute
-                    };
+                    *o = Resolved::Forward(e & ID_MASK);
                 }
             } else {
-                for (j, (o, &e)) in o.iter_mut().zip(e.iter()).enumerate() {
-                    *o = self.resolve(e, || hash(c + j));
-                }
+                self.resolve_burst(e, o, |j| hash(c + j));
             }
             c = end;
+        }
+    }
+
+    /// `out[j]` for FIB entry `e[j]`, of a burst not all plain next hops;
+    /// `hash(j)` as for [`Routing::lookup4_burst`]. A burst of plain next
+    /// hops and unrouted entries (kind 0: the empty entry, 0) is written
+    /// with a select a lane, not a branch, so that a burst mixing routed
+    /// and unrouted destinations pays no mispredicted branch a lane: 28.7%
+    /// of the IPv4 space has no route in the full view, so a burst of 32
+    /// uniformly random addresses is all routed once in ~50,000, and the
+    /// per-entry dispatch made such lookups 1.2-1.4x rte_fib's
+    /// (`bench-results/fib.md`, 2026-12-06). Out of line: inlined into the
+    /// worker's fast path, its code cost the all-routed burst an
+    /// instruction a packet there (`deploy/bench/counts.sh`).
+    #[inline(never)]
+    fn resolve_burst(&self, e: &[u32], out: &mut [Resolved], mut hash: impl FnMut(usize) -> u32) {
+        if e.iter().fold(0, |a, &x| a | x >> (KIND_SHIFT + 1)) == 0 {
+            for (o, &e) in out.iter_mut().zip(e) {
+                *o = if e >> KIND_SHIFT == K_NH {
+                    Resolved::Forward(e & ID_MASK)
+                } else {
+                    Resolved::NoRoute
+                };
+            }
+        } else {
+            for (j, (o, &e)) in out.iter_mut().zip(e).enumerate() {
+                *o = self.resolve(e, || hash(j));
+            }
         }
     }
 
