@@ -4,7 +4,7 @@
 //! checksum check, a mixed v4/v6/VLAN/TCP burst, stage-wise over a `[Parsed; 32]`),
 //! the common-case recognisers (`parse_plain_v4`, `parse_plain_v6`), and the worker's whole fast path
 //! (`Pipeline::fast`: recognise, one batched lookup in a 1000-route table, rewrite;
-//! IPv4 and IPv6)
+//! IPv4 and IPv6; the routes via one next hop, and via 16 in turn)
 //! over plain byte frames.
 //!
 //! Usage: `bench_pkt [BLOCKS]` (default 2000); `BENCH_PKT_ONLY=<text>` runs
@@ -271,15 +271,16 @@ fn main() {
         }
         n
     });
-    for v6 in [false, true] {
-        let tables = fast_path::tables(v6);
+    for (v6, hops) in [(false, 1), (true, 1), (false, 16), (true, 16)] {
+        let tables = fast_path::tables(v6, hops);
         let routed = fast_path::burst(v6);
         let mut scratch = Scratch::default();
         let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
-        let name = if v6 {
-            "worker fast path (udp6, 1000 /64 routes)"
-        } else {
-            "worker fast path (udp4, 1000 routes)"
+        let name = match (v6, hops) {
+            (true, 1) => "worker fast path (udp6, 1000 /64 routes)",
+            (false, 1) => "worker fast path (udp4, 1000 routes)",
+            (true, _) => "worker fast path, 16 next hops (udp6, 1000 /64 routes)",
+            (false, _) => "worker fast path, 16 next hops (udp4, 1000 routes)",
         };
         run(name, &routed, blocks, |b| {
             let mut frames = fast_path::Frames(b);
@@ -303,9 +304,12 @@ fn main() {
     }
 }
 
-/// The worker's fast path over plain frames: two ports, a resolved
-/// gateway on the second, 1000 routes via it (the throughput recipe's:
-/// /24s for IPv4, `deploy/bench/throughput.sh`'s FAMILY=6 /64s for IPv6).
+/// The worker's fast path over plain frames: two ports, `hops` resolved
+/// gateways on the second, 1000 routes via them in turn (route `i` via
+/// gateway `i % hops`; with one gateway, the throughput recipe's: /24s for
+/// IPv4, `deploy/bench/throughput.sh`'s FAMILY=6 /64s for IPv6). With 16,
+/// the packets of a burst go to next hops in no order, as a router's with
+/// several upstreams do.
 mod fast_path {
     use super::*;
     use ctl::wire::{self, Change, RouteTarget};
@@ -339,19 +343,27 @@ mod fast_path {
         0xfd01_0000_0000_0000_0000_0000_0000_0000 | u128::from(0x0a01_0001 + i) << 64
     }
 
-    pub fn tables(v6: bool) -> Tables {
+    pub fn tables(v6: bool, hops: u32) -> Tables {
         let mut acl = fwd::acl::ClassifierWriter::new(fwd::acl::Config::default());
         let ports = vec![
             PortInfo::new("in", SMAC, 0),
             PortInfo::new("out", [2, 0, 0, 0, 9, 1], 0),
         ];
         let base = Tables::empty(ports, acl.current().clone(), fwd::tables::Limits::default());
-        let (a_in, a_out, gw) = if v6 {
-            ("fd00::ffff:fffe/64", "fd09::1/64", "fd09::2")
+        let (a_in, a_out) = if v6 {
+            ("fd00::ffff:fffe/64", "fd09::1/64")
         } else {
-            ("10.0.0.254/16", "10.9.0.1/24", "10.9.0.2")
+            ("10.0.0.254/16", "10.9.0.1/24")
         };
-        let gw: IpAddr = gw.parse().unwrap_or_else(|_| unreachable!());
+        // Gateway `g`: 10.9.0.2 + g, fd09::2 + g, its MAC DMAC's last
+        // byte + g.
+        let gw = |g: u32| -> IpAddr {
+            if v6 {
+                IpAddr::V6(Ipv6Addr::from(0xfd09_u128 << 112 | u128::from(2 + g)))
+            } else {
+                IpAddr::V4(Ipv4Addr::from(0x0a09_0002 + g))
+            }
+        };
         let mut changes = vec![
             Change::AddressAdd(wire::Address {
                 addr: a_in.parse().unwrap_or_else(|_| unreachable!()),
@@ -361,12 +373,16 @@ mod fast_path {
                 addr: a_out.parse().unwrap_or_else(|_| unreachable!()),
                 dev: "out".into(),
             }),
-            Change::NeighAdd(wire::Neigh {
-                addr: gw,
-                lladdr: wire::Mac(DMAC),
-                dev: "out".into(),
-            }),
         ];
+        for g in 0..hops {
+            let mut mac = DMAC;
+            mac[5] += g as u8;
+            changes.push(Change::NeighAdd(wire::Neigh {
+                addr: gw(g),
+                lladdr: wire::Mac(mac),
+                dev: "out".into(),
+            }));
+        }
         for i in 0..1000u32 {
             let prefix = if v6 {
                 format!("{}/64", Ipv6Addr::from(net6(i)))
@@ -379,7 +395,7 @@ mod fast_path {
                 prefix: prefix.parse().unwrap_or_else(|_| unreachable!()),
                 table: 0,
                 target: RouteTarget::Gateway {
-                    via: Some(gw),
+                    via: Some(gw(i % hops)),
                     dev: Some("out".into()),
                 },
             }));
