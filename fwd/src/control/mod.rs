@@ -437,10 +437,13 @@ fn finish_rebuild(st: &mut ControlState, rebuilding: &mut Rebuilding) {
                 return;
             };
             let bytes = st.writer.current().acl.stats().mem_bytes;
-            let next = Tables {
+            let cur = st.writer.current();
+            let next = Tables::new(
+                cur.routing.clone(),
                 acl,
-                ..st.writer.current().clone()
-            };
+                Arc::clone(&cur.ports),
+                Arc::clone(&cur.mgmt),
+            );
             st.writer.publish(next, bytes);
         }
         Err(mpsc::TryRecvError::Empty) => {}

@@ -8,6 +8,7 @@
 //! `Clone` is a handful of refcount increments; the management side clones
 //! the current root to serve dumps from it without holding the writer.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::acl::Classifier;
@@ -108,7 +109,11 @@ impl PortInfo {
 }
 
 /// One published version of every table.
-#[derive(Clone)]
+///
+/// Each value has a [`Tables::uid`] of its own (a clone too), which a
+/// worker keys what it keeps across bursts with (the next hops it resolved:
+/// [`crate::worker::pipeline::Scratch`]). A value is never changed once a
+/// worker may have read it: a change is a new value ([`Tables::new`]).
 pub struct Tables {
     pub routing: Routing,
     pub acl: Arc<Classifier>,
@@ -116,9 +121,50 @@ pub struct Tables {
     /// Control-plane facts (neighbours, unnamed next hops); the data path
     /// never reads them.
     pub mgmt: Arc<Mgmt>,
+    /// See [`Tables::uid`]; private, so that every value is made by
+    /// [`Tables::new`] or `clone`.
+    uid: u64,
+}
+
+impl Clone for Tables {
+    /// The same tables under a new [`Tables::uid`].
+    fn clone(&self) -> Tables {
+        Tables::new(
+            self.routing.clone(),
+            Arc::clone(&self.acl),
+            Arc::clone(&self.ports),
+            Arc::clone(&self.mgmt),
+        )
+    }
 }
 
 impl Tables {
+    /// Tables of these parts, under a new [`Tables::uid`].
+    pub fn new(
+        routing: Routing,
+        acl: Arc<Classifier>,
+        ports: Arc<[PortInfo]>,
+        mgmt: Arc<Mgmt>,
+    ) -> Tables {
+        /// The next uid: never 0 (a worker's empty cache entry), never
+        /// repeated (2^64 values).
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Tables {
+            routing,
+            acl,
+            ports,
+            mgmt,
+            uid: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// This value's identity, unique in the process: two values with the
+    /// same uid are the same value.
+    #[inline(always)]
+    pub fn uid(&self) -> u64 {
+        self.uid
+    }
+
     /// The VRF of packets received on port `i`.
     #[inline(always)]
     pub fn port_vrf(&self, i: usize) -> Vrf {
@@ -181,16 +227,16 @@ impl Tables {
     /// Tables for `ports` with no routes and the classifier `acl`, held to
     /// `limits` (every version made from them).
     pub fn empty(ports: Vec<PortInfo>, acl: Arc<Classifier>, limits: Limits) -> Tables {
-        Tables {
-            routing: Routing::with_limits(limits.routing),
+        Tables::new(
+            Routing::with_limits(limits.routing),
             acl,
-            ports: Arc::from(ports),
-            mgmt: Arc::new(Mgmt {
+            Arc::from(ports),
+            Arc::new(Mgmt {
                 max_neighbours: limits.neighbours,
                 max_addresses: limits.addresses,
                 ..Mgmt::default()
             }),
-        }
+        )
     }
 
     /// The limits these tables are held to.

@@ -174,6 +174,7 @@ impl Pipeline<'_> {
         );
         let mut step = Step {
             tables: t,
+            hops: &mut s.hops,
             rule: &rule,
             verdict: &mut s.verdict,
             tally,
@@ -291,6 +292,7 @@ impl HitRun {
 /// Step 4 over one family's candidates.
 struct Step<'a, 't> {
     tables: &'t crate::tables::Tables,
+    hops: &'a mut Hops,
     rule: &'a [Option<&'t RuleEntry>; BURST],
     verdict: &'a mut [Verdict; BURST],
     tally: &'a mut Tally,
@@ -322,7 +324,7 @@ impl Step<'_, '_> {
                 continue;
             };
             if out.cached.0 != nh {
-                out.cached = (nh, ready(self.tables, nh));
+                out.cached = (nh, self.hops.get(self.tables, nh));
                 // Every packet after this one that is forwarded goes out
                 // of this hop's port until the next change: where the
                 // ports are followed. (A hop whose packets then all fail
@@ -381,8 +383,64 @@ struct Forwarded {
     mixed: bool,
     /// Their rule hits, a run of packets on one rule counted at once.
     run: HitRun,
-    /// Packets of a burst mostly share a next hop: it is resolved once.
+    /// Packets of a burst mostly share a next hop: the last one's, taken
+    /// again without asking [`Hops`].
     cached: (u32, Option<Hop>),
+}
+
+/// The next hops the fast path resolved ([`ready`]), kept across bursts
+/// for as long as the tables are the same value ([`Tables::uid`]): a
+/// router's traffic goes to several next hops in no order, and resolving
+/// one (its entry in the next-hop table, its port, its MAC pair) took ~80
+/// instructions a packet when the packets of a burst took turns between 16
+/// (`bench_pkt`'s "16 next hops" cases, `bench-results/throughput.md`,
+/// 2026-12-06). Direct-mapped by next-hop id; a slot answers only for the
+/// uid it was filled under, so a new version of the tables (a neighbour's
+/// MAC, a port going down) is seen at once, without a flush.
+///
+/// [`Tables::uid`]: crate::tables::Tables::uid
+pub(crate) struct Hops {
+    slots: [HopSlot; HOP_SLOTS],
+}
+
+/// Slots of [`Hops`].
+const HOP_SLOTS: usize = 64;
+
+#[derive(Clone, Copy)]
+struct HopSlot {
+    /// The [`Tables::uid`](crate::tables::Tables::uid) it was filled under
+    /// (0, which no tables have: empty).
+    uid: u64,
+    nh: u32,
+    hop: Option<Hop>,
+}
+
+impl Default for Hops {
+    fn default() -> Self {
+        Hops {
+            slots: [HopSlot {
+                uid: 0,
+                nh: 0,
+                hop: None,
+            }; HOP_SLOTS],
+        }
+    }
+}
+
+impl Hops {
+    /// [`ready`]`(t, nh)`, from the slot when it was filled under `t`.
+    #[inline(always)]
+    fn get(&mut self, t: &crate::tables::Tables, nh: u32) -> Option<Hop> {
+        let slot = &mut self.slots[nh as usize % HOP_SLOTS];
+        if slot.uid != t.uid() || slot.nh != nh {
+            *slot = HopSlot {
+                uid: t.uid(),
+                nh,
+                hop: ready(t, nh),
+            };
+        }
+        slot.hop
+    }
 }
 
 /// A next hop ready for the fast path: up, its neighbour resolved.

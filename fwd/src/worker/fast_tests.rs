@@ -8,7 +8,7 @@ use ctl::wire::{self, Change, RouteTarget};
 use proptest::prelude::*;
 
 use super::super::pipeline::tests::{
-    from_host, neigh, pipe, prio_rule, route_via, tables, Frames, GW_MAC, MAC_B,
+    from_host, neigh, pipe, prio_rule, route_via, tables, with_ports, Frames, GW_MAC, MAC_B,
 };
 use super::super::pipeline::{Clock, Scratch, Tally, Verdict};
 use super::{first, Left};
@@ -499,4 +499,61 @@ fn a_burst_forwarded_whole_names_its_port() {
     assert_eq!(whole, None);
     assert_eq!(s.verdict[0], Verdict::Tx(1));
     assert_eq!(s.verdict[31], Verdict::Tx(0));
+}
+
+/// Bursts to 16 gateways in turn, through one scratch, under several
+/// values of the tables: each burst's frames carry the MACs of the tables
+/// it ran under, so the next hops the fast path keeps across bursts answer
+/// only for the tables they were resolved under (`Hops`).
+#[test]
+fn resolved_next_hops_are_kept_only_for_the_tables_they_came_from() {
+    // Gateway g: 10.2.0.(100 + g) on b, MAC 02:00:00:00:<last>:<g>, and
+    // 198.19.g.0/24 via it.
+    let with_gateways = |last: u8| {
+        let mut extra = Vec::new();
+        for g in 0..16u8 {
+            let gw = format!("10.2.0.{}", 100 + g);
+            extra.push(neigh(&gw, [2, 0, 0, 0, last, g], "b"));
+            extra.push(route_via(&format!("198.19.{g}.0/24"), &gw, "b"));
+        }
+        tables(extra)
+    };
+    let (c0, d0) = (with_gateways(0xc0), with_gateways(0xd0));
+    let c0_again = c0.clone();
+    assert!(c0.uid() != d0.uid() && c0.uid() != c0_again.uid());
+    let burst = || {
+        Frames::new(
+            (0..32u8)
+                .map(|i| {
+                    let d = Ipv4Addr::new(198, 19, i % 16, 7);
+                    build::udp4(&from_host(), Ipv4Addr::new(10, 1, 0, 2), d, 1, 2, &[0; 10])
+                })
+                .collect(),
+        )
+    };
+    let mut s = Scratch::default();
+    let (_, mut w) = acl::CounterSet::new(1, 16);
+    for (t, last) in [
+        (&c0, 0xc0),
+        (&d0, 0xd0),
+        (&c0, 0xc0),
+        (&c0_again, 0xc0),
+        (&d0, 0xd0),
+    ] {
+        let mut f = burst();
+        let mut tally = Tally::default();
+        let left = pipe(t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+        assert_eq!(left.rest, 0);
+        for (i, fr) in f.f.iter().enumerate() {
+            assert_eq!(fr[..6], [2, 0, 0, 0, last, i as u8 % 16], "packet {i}");
+        }
+    }
+    // Port b down in a new value: the same scratch forwards none of it.
+    let mut ports = d0.ports.to_vec();
+    ports[1].carrier = false;
+    let down = with_ports(&d0, ports);
+    let mut f = burst();
+    let mut tally = Tally::default();
+    let left = pipe(&down).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+    assert_eq!(left.rest, first(32));
 }

@@ -128,6 +128,8 @@ pub struct Scratch {
     pub(super) v6_out: [Resolved; BURST],
     /// This worker's first matches of recent flows (kept across bursts).
     pub flows: FlowCache,
+    /// The next hops the fast path resolved (kept across bursts).
+    pub(super) hops: super::fast::Hops,
 }
 
 impl Default for Scratch {
@@ -151,6 +153,7 @@ impl Default for Scratch {
             v6_dst: [0; BURST],
             v6_out: [Resolved::NoRoute; BURST],
             flows: FlowCache::default(),
+            hops: super::fast::Hops::default(),
         }
     }
 }

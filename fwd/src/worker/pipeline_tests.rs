@@ -410,18 +410,28 @@ fn pings_of_our_addresses_and_link_local_are_answered() {
     }
 }
 
+/// `t` with `ports` (a new value, as the control side makes one).
+pub(in crate::worker) fn with_ports(t: &Tables, ports: Vec<PortInfo>) -> Tables {
+    Tables::new(
+        t.routing.clone(),
+        std::sync::Arc::clone(&t.acl),
+        ports.into(),
+        std::sync::Arc::clone(&t.mgmt),
+    )
+}
+
 #[test]
 fn down_ports_neither_receive_nor_send() {
     let mut t = tables(vec![]);
     let mut ports = t.ports.to_vec();
     ports[1].carrier = false;
-    t.ports = ports.into();
+    t = with_ports(&t, ports);
     let mut f = Frames::new(vec![udp4_to([198, 51, 100, 7], &from_host(), 10)]);
     let (s, _) = run(&t, &mut f);
     assert_eq!(s.verdict[0], Verdict::Drop(DropReason::LinkDown));
     let mut ports = t.ports.to_vec();
     ports[0].admin_up = false;
-    t.ports = ports.into();
+    t = with_ports(&t, ports);
     let mut f = Frames::new(vec![udp4_to([10, 1, 0, 1], &from_host(), 10)]);
     let (s, _) = run(&t, &mut f);
     assert_eq!(s.verdict[0], Verdict::Drop(DropReason::LinkDown));

@@ -204,11 +204,11 @@ pub fn apply_fpm(
     if let Err(er) = e.collect_garbage() {
         done.last_error = Some(er.message);
     }
-    let tables = Tables {
-        routing: e.routing.commit(),
-        acl: Arc::clone(&base.acl),
-        ports: Arc::clone(&base.ports),
-        mgmt: Arc::new(e.mgmt),
-    };
+    let tables = Tables::new(
+        e.routing.commit(),
+        Arc::clone(&base.acl),
+        Arc::clone(&base.ports),
+        Arc::new(e.mgmt),
+    );
     (Some(tables), done)
 }

@@ -651,15 +651,15 @@ pub fn apply(
         })?;
         (applied.version, applied.retired_slots)
     };
-    let tables = Tables {
+    let tables = Tables::new(
         routing,
-        acl: acl_version,
-        ports: match e.ports {
+        acl_version,
+        match e.ports {
             Some(p) => Arc::from(p),
             None => Arc::clone(&base.ports),
         },
-        mgmt: Arc::new(e.mgmt),
-    };
+        Arc::new(e.mgmt),
+    );
     Ok(Outcome {
         tables,
         rule_ids: e.rule_ids,
@@ -691,12 +691,12 @@ pub fn derive(t: &Tables, changes: &[Change]) -> Result<Tables, ErrorBody> {
         e.change(c).map_err(|er| er.at(i as u64 + 1))?;
     }
     e.collect_garbage()?;
-    Ok(Tables {
-        routing: e.routing.commit(),
-        acl: Arc::clone(&base.acl),
-        ports: e.ports.map_or_else(|| Arc::clone(&base.ports), Arc::from),
-        mgmt: Arc::new(e.mgmt),
-    })
+    Ok(Tables::new(
+        e.routing.commit(),
+        Arc::clone(&base.acl),
+        e.ports.map_or_else(|| Arc::clone(&base.ports), Arc::from),
+        Arc::new(e.mgmt),
+    ))
 }
 
 /// The ports that are not up (admin or carrier).
@@ -720,12 +720,12 @@ pub fn apply_carrier(base: &Tables, port: usize, up: bool) -> Option<Tables> {
     ports[port].carrier = up;
     let mut routing = base.routing.txn();
     routing.set_ports_down(down_ports(&ports));
-    Some(Tables {
-        routing: routing.commit(),
-        acl: Arc::clone(&base.acl),
-        ports: Arc::from(ports),
-        mgmt: Arc::clone(&base.mgmt),
-    })
+    Some(Tables::new(
+        routing.commit(),
+        Arc::clone(&base.acl),
+        Arc::from(ports),
+        Arc::clone(&base.mgmt),
+    ))
 }
 
 /// Publishes what the neighbour table learned: each `(port, ip, mac)`
@@ -768,12 +768,12 @@ pub fn apply_learned(
     }
     e.restore_beneath();
     e.collect_garbage()?;
-    Ok(Tables {
-        routing: e.routing.commit(),
-        acl: Arc::clone(&base.acl),
-        ports: Arc::clone(&base.ports),
-        mgmt: Arc::new(e.mgmt),
-    })
+    Ok(Tables::new(
+        e.routing.commit(),
+        Arc::clone(&base.acl),
+        Arc::clone(&base.ports),
+        Arc::new(e.mgmt),
+    ))
 }
 
 fn check_family(via: Option<IpAddr>, prefix: Prefix) -> Result<(), ErrorBody> {
