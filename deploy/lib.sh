@@ -306,6 +306,9 @@ replay_family() {
 
 # Writes a daemon config with N /24 routes 10.1.x.0/24 and 10.2.x.0/24.. via
 # a neighbour on port `out`, replaying $1 (pcap) endlessly into port `in`.
+# HOPS=K (default 1): K neighbours on `out` (10.9.0.2, 10.9.0.3, ...; IPv6
+# fd09::2, fd09::3, ...), route i via the (i mod K)-th, so that the flows'
+# packets go to next hops in turn, as a router's to several upstreams do.
 # $2 = output config path, $3 = number of routes, $4 = output device devargs,
 # $5 = hugepages (true/false), $6 = 6 for IPv6 instead: the N /64 routes
 # fd01:0:a01:1::/64.. that `fwd-flows --v6 --dst 10.1.0.1 --dst-count N`
@@ -352,9 +355,18 @@ write_replay_config() {
             txq="$txq,tx_pcap=/dev/null"
         done
     fi
-    local in_addr="10.0.0.254/16" out_addr="10.9.0.1/24" gw="10.9.0.2"
+    local in_addr="10.0.0.254/16" out_addr="10.9.0.1/24" hops="${HOPS:-1}" g
+    local gws=()
+    [[ "$hops" =~ ^[1-9][0-9]*$ ]] && [ "$hops" -le 200 ] \
+        || { echo "$0: HOPS must be 1..200" >&2; exit 1; }
+    for ((g = 0; g < hops; g++)); do
+        gws+=("10.9.0.$((2 + g))")
+    done
     if [ "$family" = 6 ]; then
-        in_addr="'fd00::ffff:fffe/64'" out_addr="'fd09::1/64'" gw="'fd09::2'"
+        in_addr="'fd00::ffff:fffe/64'" out_addr="'fd09::1/64'"
+        for ((g = 0; g < hops; g++)); do
+            gws[g]="'fd09::$(printf %x $((2 + g)))'"
+        done
     fi
     {
         echo "eal:"
@@ -382,14 +394,16 @@ write_replay_config() {
             echo "    rx: [{port: in$k}]"
         done
         echo "neighbours:"
-        echo "  - {ip: $gw, mac: \"02:00:00:00:09:02\", port: out}"
+        for ((g = 0; g < hops; g++)); do
+            echo "  - {ip: ${gws[g]}, mac: \"02:00:00:00:09:$(printf %02x $((2 + g)))\", port: out}"
+        done
         echo "routes:"
         local i
         for ((i = 0; i < nroutes; i++)); do
             if [ "$family" = 6 ]; then
-                echo "  - {prefix: '$(replay_prefix6 "$i")', via: $gw, dev: out}"
+                echo "  - {prefix: '$(replay_prefix6 "$i")', via: ${gws[i % hops]}, dev: out}"
             else
-                echo "  - {prefix: $(replay_prefix4 "$i"), via: $gw, dev: out}"
+                echo "  - {prefix: $(replay_prefix4 "$i"), via: ${gws[i % hops]}, dev: out}"
             fi
         done
     } > "$cfg"

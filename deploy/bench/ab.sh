@@ -16,7 +16,8 @@
 # AB_OUT=FILE writes the report elsewhere than bench-results/ab.md;
 # FAMILY=6 runs throughput.sh's IPv6 recipe (1000 /64 routes) instead;
 # LOADED=1 its loaded one (the full IPv4 view of $FWD_DATA and ClassBench
-# acl1_10k, loaded over the control socket in every run; 18 s a run).
+# acl1_10k, loaded over the control socket in every run; 18 s a run);
+# HOPS=K the routes via K next hops in turn (write_replay_config).
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -35,6 +36,10 @@ if [ "$LOADED" = 1 ]; then
     find_corpora || { echo "$0: LOADED=1 needs the corpora: $corpora_missing" >&2; exit 1; }
     what="IPv4 forwarding with the full view and acl1_10k loaded" env="FWD_DATA=<corpora> LOADED=1 "
     loaded=", with the full IPv4 view and ClassBench acl1_10k loaded over the control socket in every run"
+fi
+hops=""
+if [ "${HOPS:-1}" != 1 ]; then
+    env="${env}HOPS=$HOPS " hops=" via $HOPS next hops in turn"
 fi
 
 setup_host --hugepages 512
@@ -67,7 +72,7 @@ mo=$(echo "$old" | median)
     echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(commit_id)"
     echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; DPDK $(dpdk_version)"
     echo "- recipe: deploy/bench/throughput.sh's (hugepages, net_pcap replay of 4096 64-byte"
-    echo "  flows to 1000 $routes routes -> one worker -> net_null$loaded), $ROUNDS interleaved rounds"
+    echo "  flows to 1000 $routes routes$hops -> one worker -> net_null$loaded), $ROUNDS interleaved rounds"
     echo
     echo "| build | Mpps samples | median Mpps |"
     echo "|---|---|---|"
