@@ -313,9 +313,11 @@ replay_family() {
 # $5 = hugepages (true/false), $6 = 6 for IPv6 instead: the N /64 routes
 # fd01:0:a01:1::/64.. that `fwd-flows --v6 --dst 10.1.0.1 --dst-count N`
 # sends to, via fd09::2 on `out`.
-# The replay recipe's i-th IPv4 route: 10.1.0.0/24, 10.1.1.0/24, ... (one
-# per destination fwd-flows --dst 10.1.0.1 --dst-count N draws); the daemon's
-# config and the l3fwd anchor (deploy/bench/l3fwd.sh) both take it from here.
+# The replay recipe's i-th IPv4 route: 10.1.0.0/24, 10.1.1.0/24, ...; the
+# daemon's config and the l3fwd anchor (deploy/bench/l3fwd.sh) both take it
+# from here. `fwd-flows --dst 10.1.0.1 --dst-count N` draws N consecutive
+# addresses, so the traffic reaches the first ceil((N + 1) / 256) of these
+# routes (4 of 1000), where the IPv6 recipe's reaches all N.
 replay_prefix4() {
     echo "10.$((1 + $1 / 256)).$(($1 % 256)).0/24"
 }
