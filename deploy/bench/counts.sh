@@ -10,7 +10,8 @@
 #     (bench_route --only churn, "1 change": 20,000 versions less 10,000,
 #     so that the load cancels out);
 #   - a packet through the worker's fast path, IPv4 and IPv6 (bench_pkt's
-#     "worker fast path" cases: 20 blocks less 0, 128,000 packets);
+#     "worker fast path" cases: 20 blocks less 0, 128,000 packets), its
+#     routes via one next hop and via 16 in turn;
 #   - a classifier lookup on lyxocs' acl1_10k and acl2_10k, keys inside
 #     random rules, in bursts (bench_acl with BENCH_ACL_PASSES: 2 passes
 #     of 100,000 keys less 0), on the SIMD path the classifier picks under
@@ -74,10 +75,17 @@ row() {
     c10="$(cat "$WORK/churn10000.c")"
     c20="$(cat "$WORK/churn20000.c")"
     cells+=("$(per "$c20" "$c10" 10000)")
-    for f in udp4 udp6; do
-        c10="$(BENCH_PKT_ONLY="worker fast path ($f" count "pkt0$f" "$bp" 0)"
-        c20="$(BENCH_PKT_ONLY="worker fast path ($f" count "pkt20$f" "$bp" 20)"
-        cells+=("$(per "$c20" "$c10" $((20 * 200 * 32)))")
+    local k=0 case
+    for case in "worker fast path (udp4" "worker fast path (udp6" \
+        "worker fast path, 16 next hops (udp4" "worker fast path, 16 next hops (udp6"; do
+        k=$((k + 1))
+        c10="$(BENCH_PKT_ONLY="$case" count "pkt0-$k" "$bp" 0)"
+        c20="$(BENCH_PKT_ONLY="$case" count "pkt20-$k" "$bp" 20)"
+        if grep -qF "$case" "$WORK/pkt20-$k.out"; then
+            cells+=("$(per "$c20" "$c10" $((20 * 200 * 32)))")
+        else
+            cells+=("n/a")
+        fi
     done
     for f in acl1_10k acl2_10k; do
         c10="$(BENCH_ACL_SET=$f BENCH_ACL_PASSES=0 count "acl0$f" "$ba" "$FWD_DATA/classbench")"
@@ -100,8 +108,8 @@ this="$(commit_id)"
     echo "- commit $this; command: \`deploy/bench/counts.sh${BASE:+ $BASE}\`"
     echo "- $(rustc --version); $(valgrind --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
     echo
-    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet | acl1_10k, a lookup | acl2_10k, a lookup |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet | the same via 16 next hops in turn: IPv4 | IPv6 | acl1_10k, a lookup | acl2_10k, a lookup |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     row "$this" "$REL"
     [ -z "$BASE" ] || row "base: $BASE" "$BASE"
 } | append_results "$OUT"
