@@ -318,8 +318,9 @@ impl Routing {
     /// uniformly random addresses is all routed once in ~50,000, and the
     /// per-entry dispatch made such lookups 1.2-1.4x rte_fib's
     /// (`bench-results/fib.md`, 2026-12-06). Out of line: inlined into the
-    /// worker's fast path, its code cost the all-routed burst an
-    /// instruction a packet there (`deploy/bench/counts.sh`).
+    /// worker's fast path, its code cost the all-routed burst 1-4
+    /// instructions a packet there, by the layout it gave the loop
+    /// (`bench-results/counts.md`).
     #[inline(never)]
     fn resolve_burst(&self, e: &[u32], out: &mut [Resolved], mut hash: impl FnMut(usize) -> u32) {
         if e.iter().fold(0, |a, &x| a | x >> (KIND_SHIFT + 1)) == 0 {

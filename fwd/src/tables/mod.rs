@@ -5,8 +5,9 @@
 //! a persistent structure whose parts are `Arc`-shared between versions
 //! (copy-on-write with structural sharing), so a batch of changes copies only
 //! what it touches and becomes visible to the workers in one generation.
-//! `Clone` is a handful of refcount increments; the management side clones
-//! the current root to serve dumps from it without holding the writer.
+//! `Clone` is a handful of refcount increments and a new [`Tables::uid`];
+//! the management side clones the current root to serve dumps from it
+//! without holding the writer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
