@@ -308,8 +308,9 @@ fn main() {
 /// gateways on the second, 1000 routes via them in turn (route `i` via
 /// gateway `i % hops`; with one gateway, the throughput recipe's: /24s for
 /// IPv4, `deploy/bench/throughput.sh`'s FAMILY=6 /64s for IPv6). With 16,
-/// the packets of a burst go to next hops in no order, as a router's with
-/// several upstreams do.
+/// each packet of the burst (to route 31·i) goes to another next hop than
+/// the packet before it, as a router's traffic to several upstreams
+/// interleaves.
 mod fast_path {
     use super::*;
     use ctl::wire::{self, Change, RouteTarget};
