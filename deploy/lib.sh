@@ -361,15 +361,16 @@ write_replay_config() {
     local gws=()
     [[ "$hops" =~ ^[1-9][0-9]*$ ]] && [ "$hops" -le 200 ] \
         || { echo "$0: HOPS must be 1..200" >&2; exit 1; }
-    for ((g = 0; g < hops; g++)); do
-        gws+=("10.9.0.$((2 + g))")
-    done
     if [ "$family" = 6 ]; then
         in_addr="'fd00::ffff:fffe/64'" out_addr="'fd09::1/64'"
-        for ((g = 0; g < hops; g++)); do
-            gws[g]="'fd09::$(printf %x $((2 + g)))'"
-        done
     fi
+    for ((g = 0; g < hops; g++)); do
+        if [ "$family" = 6 ]; then
+            gws+=("'fd09::$(printf %x $((2 + g)))'")
+        else
+            gws+=("10.9.0.$((2 + g))")
+        fi
+    done
     {
         echo "eal:"
         echo "  main_lcore: 0"
