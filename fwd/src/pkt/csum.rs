@@ -64,9 +64,20 @@ pub fn verify_ipv4_header(hdr: &[u8]) -> bool {
         let a = u64::from_ne_bytes([a0, a1, a2, a3, a4, a5, a6, a7]);
         let b = u64::from_ne_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
         let c = u64::from(u32::from_ne_bytes([c0, c1, c2, c3]));
-        return fold(add_carry(add_carry(a, b), c)) == 0xffff;
+        return verifies(add_carry(add_carry(a, b), c));
     }
-    hdr.len() >= 20 && fold(sum(hdr, 0)) == 0xffff
+    hdr.len() >= 20 && verifies(sum(hdr, 0))
+}
+
+/// True when a running sum over a region that includes its checksum
+/// (not folded; any width of lanes, any byte order) folds to `0xFFFF`,
+/// i.e. the checksum verifies. The fold keeps the sum's residue modulo
+/// `0xFFFF` and is 0 only for a zero sum, so this is `acc` nonzero and a
+/// multiple of `0xFFFF`: a multiply and a compare, where the fold takes
+/// two add-with-carry rounds.
+#[inline(always)]
+pub fn verifies(acc: u64) -> bool {
+    acc != 0 && acc.is_multiple_of(0xffff)
 }
 
 /// One's-complement addition of two 64-bit words (the carry out of bit 63
@@ -92,14 +103,17 @@ pub fn incremental_update(old_csum: u16, old: u16, new: u16) -> u16 {
 }
 
 /// [`incremental_update`] for the one change a router makes to every IPv4
-/// header, the TTL's decrement (the TTL:protocol word loses 0x0100; the TTL
-/// must be at least 1): with `m' = m - 0x0100`, `~m + m'` is the constant
-/// `0xFEFF`, so `HC' = ~(~HC + 0xFEFF)`, and one end-around carry suffices
-/// (the sum is at most 0x1FEFE).
+/// header, the TTL's decrement, on the checksum field as stored (network
+/// order): the TTL:protocol word loses 0x0100, so the checksum gains 0x0100
+/// with an end-around carry (the TTL must be at least 1). A result of
+/// `0xFFFF` becomes `0x0000`, which is what RFC 1624 eqn. 3 and a full
+/// recomputation give (Linux's `ip_decrease_ttl`). The addition is done on
+/// the field as loaded, in native order: a one's-complement sum commutes
+/// with swapping its bytes (RFC 1071 §2(B)), so no byte swap is needed.
 #[inline(always)]
-pub fn ttl_decrement_update(old_csum: u16) -> u16 {
-    let s = u32::from(!old_csum) + 0xfeff;
-    !(((s & 0xffff) + (s >> 16)) as u16)
+pub fn ttl_decrement_update(field: [u8; 2]) -> [u8; 2] {
+    let c = u32::from(u16::from_ne_bytes(field)) + u32::from(0x0100u16.to_be());
+    ((c + u32::from(c >= 0xffff)) as u16).to_ne_bytes()
 }
 
 /// TCP/UDP/ICMPv6-style checksum over the IPv4 pseudo-header and `segment` (the L4

@@ -139,11 +139,33 @@ fn ttl_decrement_equals_general_update_exhaustively() {
     for m in [0x0200u16, 0x0211, 0x4006, 0x8011, 0xff06, 0xffff] {
         for c in 0..=u16::MAX {
             assert_eq!(
-                ttl_decrement_update(c),
+                u16::from_be_bytes(ttl_decrement_update(c.to_be_bytes())),
                 incremental_update(c, m, m - 0x0100),
                 "checksum {c:#06x}, word {m:#06x}"
             );
         }
+    }
+}
+
+/// `verifies` is the fold's verdict (`fold(acc) == 0xFFFF`) at the edges:
+/// zero, multiples of `0xFFFF` and their neighbours, the widest sums.
+#[test]
+fn verifies_is_the_fold_at_the_edges() {
+    let mut cases = vec![0u64, 1, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 48) - 1];
+    for k in [
+        1u64,
+        2,
+        0xffff,
+        0x1_0000,
+        0x1_0001,
+        0xffff_ffff,
+        0x1_0001_0001,
+    ] {
+        let m = 0xffff * k;
+        cases.extend([m - 1, m, m + 1]);
+    }
+    for acc in cases {
+        assert_eq!(verifies(acc), fold(acc) == 0xffff, "{acc:#x}");
     }
 }
 
@@ -154,6 +176,19 @@ proptest! {
     #[test]
     fn fast_sum_matches_naive(data in proptest::collection::vec(any::<u8>(), 0..300)) {
         prop_assert_eq!(fold(sum(&data, 0)), naive_sum16(&data));
+    }
+
+    /// `verifies` is the fold's verdict for any sum, and for sums at and
+    /// around multiples of `0xFFFF` (where it says yes).
+    #[test]
+    fn verifies_matches_the_fold(
+        acc in any::<u64>(),
+        k in 0..=u64::MAX / 0xffff,
+        d in 0u64..3,
+    ) {
+        prop_assert_eq!(verifies(acc), fold(acc) == 0xffff);
+        let near = (k * 0xffff).wrapping_add(d).wrapping_sub(1);
+        prop_assert_eq!(verifies(near), fold(near) == 0xffff, "{:#x}", near);
     }
 
     /// The fold equals the textbook one (add the halves and carry twice at

@@ -82,14 +82,13 @@ pub fn plain_v4(frame: &[u8], nic_csum: Option<bool>) -> Option<PlainV4<'_>> {
         _ => return None,
     }
     // The header, bytes 14..34, in 16-bit lanes of the same byte order:
-    // w0's upper 48 bits, w1, w2's lower 48 bits. The two 48-bit parts
-    // cannot overflow a u64.
+    // w0's upper 48 bits, w1 as two halves, w2's lower 48 bits. Their sum
+    // cannot overflow a u64, so no carry needs wrapping.
     // (A match, not `unwrap_or_else`: its closure was not inlined.)
     let ok = match nic_csum {
         Some(ok) => ok,
         None => {
-            let parts = (w0 >> 16) + (w2 & 0xffff_ffff_ffff);
-            csum::fold(csum::add_carry(w1, parts)) == 0xffff
+            csum::verifies((w0 >> 16) + (w1 & 0xffff_ffff) + (w1 >> 32) + (w2 & 0xffff_ffff_ffff))
         }
     };
     ok.then_some(PlainV4(h))

@@ -100,9 +100,8 @@ fn decrement_ttl_v4(h: &mut [u8; 12]) -> bool {
         return false;
     }
     // The checksummed 16-bit word is TTL:protocol.
-    let c = csum::ttl_decrement_update(u16::from_be_bytes([h[10], h[11]]));
     h[8] = ttl - 1;
-    [h[10], h[11]] = c.to_be_bytes();
+    [h[10], h[11]] = csum::ttl_decrement_update([h[10], h[11]]);
     true
 }
 
