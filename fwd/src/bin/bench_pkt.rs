@@ -271,16 +271,28 @@ fn main() {
         }
         n
     });
-    for (v6, hops) in [(false, 1), (true, 1), (false, 16), (true, 16)] {
-        let tables = fast_path::tables(v6, hops);
+    use fast_path::Via;
+    for (v6, via) in [
+        (false, Via::Turns(1)),
+        (true, Via::Turns(1)),
+        (false, Via::Turns(16)),
+        (true, Via::Turns(16)),
+        (false, Via::Ecmp(4)),
+        (true, Via::Ecmp(4)),
+    ] {
+        let tables = fast_path::tables(v6, via);
         let routed = fast_path::burst(v6);
         let mut scratch = Scratch::default();
         let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
-        let name = match (v6, hops) {
-            (true, 1) => "worker fast path (udp6, 1000 /64 routes)",
-            (false, 1) => "worker fast path (udp4, 1000 routes)",
-            (true, _) => "worker fast path, 16 next hops (udp6, 1000 /64 routes)",
-            (false, _) => "worker fast path, 16 next hops (udp4, 1000 routes)",
+        let name = match (v6, via) {
+            (true, Via::Turns(1)) => "worker fast path (udp6, 1000 /64 routes)",
+            (false, Via::Turns(1)) => "worker fast path (udp4, 1000 routes)",
+            (true, Via::Turns(_)) => "worker fast path, 16 next hops (udp6, 1000 /64 routes)",
+            (false, Via::Turns(_)) => "worker fast path, 16 next hops (udp4, 1000 routes)",
+            (true, Via::Ecmp(_)) => {
+                "worker fast path, ECMP over 4 next hops (udp6, 1000 /64 routes)"
+            }
+            (false, Via::Ecmp(_)) => "worker fast path, ECMP over 4 next hops (udp4, 1000 routes)",
         };
         run(name, &routed, blocks, |b| {
             let mut frames = fast_path::Frames(b);
@@ -304,13 +316,15 @@ fn main() {
     }
 }
 
-/// The worker's fast path over plain frames: two ports, `hops` resolved
-/// gateways on the second, 1000 routes via them in turn (route `i` via
-/// gateway `i % hops`; with one gateway, the throughput recipe's: /24s for
-/// IPv4, `deploy/bench/throughput.sh`'s FAMILY=6 /64s for IPv6). With 16,
-/// each packet of the burst (to route 31·i) goes to another next hop than
-/// the packet before it, as a router's traffic to several upstreams
-/// interleaves.
+/// The worker's fast path over plain frames: two ports, resolved gateways
+/// on the second, 1000 routes via them ([`fast_path::Via`]; /24s for IPv4,
+/// `deploy/bench/throughput.sh`'s FAMILY=6 /64s for IPv6). With one
+/// gateway, the throughput recipe's routes. With 16 in turn, each packet
+/// of the burst (to route 31·i) goes to another next hop than the packet
+/// before it, as a router's traffic to several upstreams interleaves. With
+/// ECMP, every route is one multipath route over the gateways (the daemon
+/// makes them one group), and each packet's flow hash (its source port
+/// differs) picks the member.
 mod fast_path {
     use super::*;
     use ctl::wire::{self, Change, RouteTarget};
@@ -344,7 +358,19 @@ mod fast_path {
         0xfd01_0000_0000_0000_0000_0000_0000_0000 | u128::from(0x0a01_0001 + i) << 64
     }
 
-    pub fn tables(v6: bool, hops: u32) -> Tables {
+    /// How the routes reach their gateways.
+    #[derive(Clone, Copy)]
+    pub enum Via {
+        /// Route `i` via gateway `i % K`.
+        Turns(u32),
+        /// Every route over the K gateways, ECMP.
+        Ecmp(u32),
+    }
+
+    pub fn tables(v6: bool, via: Via) -> Tables {
+        let hops = match via {
+            Via::Turns(k) | Via::Ecmp(k) => k,
+        };
         let mut acl = fwd::acl::ClassifierWriter::new(fwd::acl::Config::default());
         let ports = vec![
             PortInfo::new("in", SMAC, 0),
@@ -395,9 +421,20 @@ mod fast_path {
                 proto: None,
                 prefix: prefix.parse().unwrap_or_else(|_| unreachable!()),
                 table: 0,
-                target: RouteTarget::Gateway {
-                    via: Some(gw(i % hops)),
-                    dev: Some("out".into()),
+                target: match via {
+                    Via::Turns(_) => RouteTarget::Gateway {
+                        via: Some(gw(i % hops)),
+                        dev: Some("out".into()),
+                    },
+                    Via::Ecmp(_) => RouteTarget::Multipath(
+                        (0..hops)
+                            .map(|g| wire::NextHopSpec {
+                                via: Some(gw(g)),
+                                dev: Some("out".into()),
+                                weight: 1,
+                            })
+                            .collect(),
+                    ),
                 },
             }));
         }
