@@ -14,7 +14,7 @@
     clippy::panic
 )]
 
-use super::parse::{Fragment, Parsed};
+use super::parse::{Fragment, L3Kind, Parsed};
 
 /// The seed [`flow_hash`] uses. Boxes in series should pick different seeds (via
 /// [`flow_hash_with_seed`]) to avoid ECMP hash polarisation.
@@ -48,11 +48,36 @@ pub fn flow_hash(p: &Parsed) -> u32 {
 /// [`flow_hash`] with an explicit seed.
 #[inline]
 pub fn flow_hash_with_seed(p: &Parsed, seed: u64) -> u32 {
-    let (s0, s1) = halves(&p.src);
-    let (d0, d1) = halves(&p.dst);
     let ports = (u64::from(p.sport) << 16) | u64::from(p.dport);
     let ports = if p.frag == Fragment::None { ports } else { 0 };
-    let misc = ports | (u64::from(p.proto) << 32) | ((p.kind as u64) << 40);
+    mix(
+        halves(&p.src),
+        halves(&p.dst),
+        ports | (u64::from(p.proto) << 32) | ((p.kind as u64) << 40),
+        seed,
+    )
+}
+
+/// [`flow_hash`] of a tuple given as words: `src` and `dst` as the
+/// little-endian halves of [`Parsed::src`] and `dst`, `ports` as `sport <<
+/// 16 | dport` (0 for a fragment). For a view of the frame that has them at
+/// hand ([`PlainV4::flow_hash`](super::PlainV4::flow_hash)).
+#[inline(always)]
+pub(super) fn flow_hash_words(
+    src: (u64, u64),
+    dst: (u64, u64),
+    proto: u8,
+    kind: L3Kind,
+    ports: u32,
+) -> u32 {
+    let misc = u64::from(ports) | (u64::from(proto) << 32) | ((kind as u64) << 40);
+    mix(src, dst, misc, FLOW_HASH_DEFAULT_SEED)
+}
+
+/// The hash of the tuple's words (`misc`: the ports, the protocol and the
+/// family).
+#[inline(always)]
+fn mix((s0, s1): (u64, u64), (d0, d1): (u64, u64), misc: u64, seed: u64) -> u32 {
     let a = fmul(s0 ^ seed ^ K0, d0 ^ K1);
     let b = fmul(s1 ^ K2, d1 ^ K3);
     let h = fmul(a ^ misc ^ K4, b ^ seed);

@@ -23,6 +23,7 @@
 )]
 
 use super::csum;
+use super::hash;
 use super::parse::{ipproto, tcp_flags, Fragment, L3Kind, Parsed};
 
 /// Ethernet header, untagged.
@@ -94,7 +95,37 @@ pub fn plain_v4(frame: &[u8], nic_csum: Option<bool>) -> Option<PlainV4<'_>> {
     ok.then_some(PlainV4(h))
 }
 
-impl PlainV4<'_> {
+impl<'a> PlainV4<'a> {
+    /// The view of a frame that [`plain_v4`] accepted earlier, and that
+    /// nothing changed since, without checking it again (None: shorter
+    /// than any frame it accepts). Of a frame it did not accept, the view's
+    /// answers are meaningless, though never a panic.
+    #[inline(always)]
+    pub fn again(frame: &'a [u8]) -> Option<Self> {
+        frame.first_chunk().map(PlainV4)
+    }
+
+    /// [`flow_hash`](super::flow_hash)`(&self.parsed())`, from the frame's
+    /// words: the addresses and both ports are one load each.
+    #[inline(always)]
+    pub fn flow_hash(&self) -> u32 {
+        let word = |at: usize| {
+            self.0
+                .get(at..)
+                .and_then(|w| w.first_chunk::<4>())
+                .copied()
+                .unwrap_or_default()
+        };
+        let [.., proto, _, _] = *self.0.first_chunk::<{ L3 + 12 }>().unwrap_or(&[0; L3 + 12]);
+        hash::flow_hash_words(
+            (u64::from(u32::from_le_bytes(word(L3 + 12))), 0),
+            (u64::from(u32::from_le_bytes(word(L3 + 16))), 0),
+            proto,
+            L3Kind::V4,
+            u32::from_be_bytes(word(L4)),
+        )
+    }
+
     /// The destination address, host order.
     #[inline(always)]
     pub fn dst(&self) -> u32 {
@@ -183,6 +214,30 @@ pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
 }
 
 impl<'a> PlainV6<'a> {
+    /// [`PlainV4::again`] for [`plain_v6`].
+    #[inline(always)]
+    pub fn again(frame: &'a [u8]) -> Option<Self> {
+        frame.split_first_chunk().map(|(h, l4)| PlainV6(h, l4))
+    }
+
+    /// [`flow_hash`](super::flow_hash)`(&self.parsed())`, from the frame's
+    /// words.
+    #[inline(always)]
+    pub fn flow_hash(&self) -> u32 {
+        let halves = |a: [u8; 16]| {
+            let v = u128::from_le_bytes(a);
+            (v as u64, (v >> 64) as u64)
+        };
+        let ports = self.1.first_chunk::<4>().copied().unwrap_or_default();
+        hash::flow_hash_words(
+            halves(self.addr(8)),
+            halves(self.addr(24)),
+            self.ip()[6],
+            L3Kind::V6,
+            u32::from_be_bytes(ports),
+        )
+    }
+
     #[inline(always)]
     fn ip(&self) -> &'a [u8; 40] {
         self.0.last_chunk::<40>().unwrap_or(&[0; 40])

@@ -3,8 +3,8 @@
 //! stays the reference).
 
 use super::super::build::{self, FrameSpec, VlanTag};
-use super::super::{ipv4_checksum_ok, parse, Parsed};
-use super::{parse_plain_v4, parse_plain_v6};
+use super::super::{flow_hash, ipv4_checksum_ok, parse, Parsed};
+use super::{parse_plain_v4, parse_plain_v6, plain_v4, plain_v6, PlainV4, PlainV6};
 use proptest::prelude::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -25,6 +25,13 @@ fn agrees(f: &[u8]) -> Result<bool, TestCaseError> {
             if nic.is_none() {
                 prop_assert!(ipv4_checksum_ok(f, &p));
             }
+            // The tuple's hash from the frame's words, through the view
+            // and through the view taken again, is the general one's.
+            prop_assert_eq!(plain_v4(f, nic).map(|h| h.flow_hash()), Some(flow_hash(&p)));
+            prop_assert_eq!(
+                PlainV4::again(f).map(|h| h.flow_hash()),
+                Some(flow_hash(&p))
+            );
             accepted = true;
         }
     }
@@ -32,6 +39,11 @@ fn agrees(f: &[u8]) -> Result<bool, TestCaseError> {
     if parse_plain_v6(f, &mut p) {
         prop_assert!(!accepted, "a frame both IPv4 and IPv6");
         prop_assert_eq!(parse(f), Ok(p));
+        prop_assert_eq!(plain_v6(f).map(|h| h.flow_hash()), Some(flow_hash(&p)));
+        prop_assert_eq!(
+            PlainV6::again(f).map(|h| h.flow_hash()),
+            Some(flow_hash(&p))
+        );
         accepted = true;
     }
     Ok(accepted)

@@ -332,8 +332,21 @@ impl Routing {
                 };
             }
         } else {
+            // The last group entry and its group: the lanes of a burst to
+            // an ECMP route mostly share it, and finding a group is a
+            // walk of the group table (0: no entry is, a group's kind is
+            // not 0).
+            let mut memo = (0, None);
             for (j, (o, &e)) in out.iter_mut().zip(e).enumerate() {
-                *o = self.resolve(e, || hash(j));
+                *o = if e >> KIND_SHIFT == K_GROUP {
+                    if e != memo.0 {
+                        memo = (e, self.groups.get(e & ID_MASK));
+                    }
+                    memo.1
+                        .map_or(Resolved::NoRoute, |g| Resolved::Forward(g.select(hash(j))))
+                } else {
+                    self.resolve(e, || hash(j))
+                };
             }
         }
     }

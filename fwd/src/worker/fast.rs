@@ -468,21 +468,19 @@ fn ready(t: &crate::tables::Tables, nh: u32) -> Option<Hop> {
     Some(Hop { port, mtu, eth })
 }
 
-/// The flow hash of packet `i`, a plain frame of the family `V6` says: an
-/// ECMP group's lanes ask for it, and only these lanes parse the frame
-/// whole.
+/// The flow hash of packet `i`, a frame of the family `V6` says that step
+/// 1 recognised (and nothing has changed since): an ECMP group's lanes ask
+/// for it, and only these lanes read the tuple.
 #[inline(always)]
 fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
-    let Some((f, _)) = pkts.single(usize::from(i)) else {
+    let Some(f) = pkts.frame(usize::from(i)) else {
         return 0;
     };
-    let p = if V6 {
-        pkt::plain_v6(f).map(|h| h.parsed())
+    if V6 {
+        pkt::PlainV6::again(f).map_or(0, |h| h.flow_hash())
     } else {
-        // Verified when it was recognised.
-        pkt::plain_v4(f, Some(true)).map(|h| h.parsed())
-    };
-    p.map_or(0, |p| pkt::flow_hash(&p))
+        pkt::PlainV4::again(f).map_or(0, |h| h.flow_hash())
+    }
 }
 
 /// Step 1: lists the plain unicast frames by family (index and
