@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use fwd::pkt::build::{self, Ext6, FrameSpec, VlanTag};
 use fwd::pkt::{self, Parsed};
-use fwd::worker::pipeline::{Clock, Pipeline, Scratch, Tally};
+use fwd::worker::pipeline::{Clock, Pipeline, Scratch, Tally, Verdict};
 
 const BURST: usize = 32;
 const BURSTS_PER_BLOCK: usize = 200;
@@ -314,6 +314,47 @@ fn main() {
             tally.rx_bytes
         });
     }
+    // Traffic the fast path leaves to the general stages: IPsec (ESP) and
+    // ICMP echo to the same routes, through the whole pipeline.
+    for (v6, proto) in [
+        (false, "esp"),
+        (true, "esp"),
+        (false, "icmp"),
+        (true, "icmp"),
+    ] {
+        let tables = fast_path::tables(v6, Via::Turns(1));
+        let frames = fast_path::burst_of(v6, proto);
+        let mut scratch = Scratch::default();
+        let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
+        let name = format!(
+            "worker pipeline, {proto} ({}, 1000 routes)",
+            if v6 { "ip6" } else { "ip4" }
+        );
+        run(&name, &frames, blocks, |b| {
+            let mut frames = fast_path::Frames(b);
+            let mut tally = Tally::default();
+            let pipe = Pipeline {
+                tables: &tables,
+                in_port: 0,
+                reject: pkt::IcmpError::NetUnreachable,
+                host: false,
+            };
+            pipe.run(
+                &mut frames,
+                &mut scratch,
+                &mut tally,
+                &mut writers[0],
+                Clock::default,
+            );
+            assert!(
+                scratch.verdict[..BURST]
+                    .iter()
+                    .all(|v| matches!(v, Verdict::Tx(1))),
+                "every packet is forwarded"
+            );
+            tally.rx_bytes
+        });
+    }
 }
 
 /// The worker's fast path over plain frames: two ports, resolved gateways
@@ -442,6 +483,42 @@ mod fast_path {
             Ok(a) => a.tables,
             Err(e) => panic!("bench tables: {e}"),
         }
+    }
+
+    /// [`burst`]'s frames as ESP (`"esp"`: protocol 50, 26 bytes of
+    /// payload) or ICMP echo requests (`"icmp"`).
+    pub fn burst_of(v6: bool, proto: &str) -> Vec<Vec<u8>> {
+        let spec = build::FrameSpec {
+            ttl: 255,
+            dst_mac: SMAC,
+            ..build::FrameSpec::default()
+        };
+        (0..BURST as u32)
+            .map(|i| match (v6, proto) {
+                (false, "esp") => {
+                    let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
+                    let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
+                    build::ipv4(&spec, src, dst, 50, &[i as u8; 26])
+                }
+                (true, "esp") => {
+                    let src =
+                        Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
+                    let dst = Ipv6Addr::from(net6(i * 31) | 1);
+                    build::ipv6(&spec, src, dst, 50, &[i as u8; 26])
+                }
+                (false, _) => {
+                    let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
+                    let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
+                    build::icmp4_echo(&spec, src, dst, 7, i as u16, &[0; 18])
+                }
+                (true, _) => {
+                    let src =
+                        Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
+                    let dst = Ipv6Addr::from(net6(i * 31) | 1);
+                    build::icmp6_echo(&spec, src, dst, 7, i as u16, &[0; 18])
+                }
+            })
+            .collect()
     }
 
     /// 32 UDP frames from the in port's subnet to 32 of the routes.
