@@ -1,15 +1,18 @@
 //! The common case of [`parse_into`](super::parse_into), recognised in one
 //! go: an untagged IPv4 frame with a 20-byte header (no options), not a
-//! fragment, carrying UDP or TCP, whose header checksum verifies; or an
-//! untagged IPv6 frame without extension headers carrying UDP or TCP.
+//! fragment, whose header checksum verifies; or an untagged IPv6 frame
+//! without extension headers. Any upper-layer protocol: UDP and TCP, and
+//! also ICMP, ESP, GRE, SCTP and the rest (a router's transit traffic is
+//! not only UDP and TCP: IPsec and GRE tunnels, pings, traceroutes), with
+//! as much of its header as the general parser reads of it.
 //!
 //! It is a filter in front of the general parser, never a second opinion:
 //! when it accepts a frame, [`parse_into`](super::parse_into) accepts it
 //! too and produces the very same [`Parsed`], and the checksum check
 //! ([`ipv4_checksum_ok`](super::ipv4_checksum_ok), or the NIC's verdict)
 //! passes; everything else (VLAN tags, options, extension headers,
-//! fragments, other protocols, bad or truncated headers) is refused and
-//! left to the general parser. The property tests hold it to that.
+//! fragments, bad or truncated headers) is refused and left to the general
+//! parser. The property tests hold it to that.
 //!
 //! [`plain_v4`] and [`plain_v6`] only recognise, and hand back a view of
 //! the frame that reads what is asked of it (the destination for the
@@ -43,9 +46,10 @@ pub struct PlainV4<'a>(&'a [u8; L4 + 20]);
 #[derive(Clone, Copy)]
 pub struct PlainV6<'a>(&'a [u8; L4_V6], &'a [u8]);
 
-/// Recognises a plain IPv4 UDP or TCP frame: untagged, IHL 5, not a
-/// fragment, the packet within the frame, its L4 header within the
-/// packet, and its header checksum good. `nic_csum` is the NIC's verdict
+/// Recognises a plain IPv4 frame: untagged, IHL 5, not a fragment, the
+/// packet within the frame, what the general parser reads of its
+/// upper-layer header within the packet ([`other_need`]), and its header
+/// checksum good. `nic_csum` is the NIC's verdict
 /// on the checksum when it checked (`None`: checked here).
 ///
 /// The header is read as 64-bit words, the checks masked compares on them
@@ -72,6 +76,7 @@ pub fn plain_v4(frame: &[u8], nic_csum: Option<bool>) -> Option<PlainV4<'_>> {
     if w0 & 0xff_ffff != 0x45_0008 || total > frame.len() - L3 || w1 & 0xff3f != 0 {
         return None;
     }
+    // UDP and TCP as the common case, written out (one compare for UDP).
     match (w1 >> 24) as u8 {
         ipproto::UDP if total >= 20 + 8 => {}
         ipproto::TCP if total >= 20 + 20 => {
@@ -80,7 +85,12 @@ pub fn plain_v4(frame: &[u8], nic_csum: Option<bool>) -> Option<PlainV4<'_>> {
                 return None;
             }
         }
-        _ => return None,
+        ipproto::UDP | ipproto::TCP => return None,
+        p => {
+            if 20 + other_need(p, ipproto::ICMP) > total {
+                return None;
+            }
+        }
     }
     // The header, bytes 14..34, in 16-bit lanes of the same byte order:
     // w0's upper 48 bits, w1 as two halves, w2's lower 48 bits. Their sum
@@ -122,7 +132,7 @@ impl<'a> PlainV4<'a> {
             (u64::from(u32::from_le_bytes(word(L3 + 16))), 0),
             proto,
             L3Kind::V4,
-            u32::from_be_bytes(word(L4)),
+            l4_ports(proto, ipproto::ICMP, word(L4)),
         )
     }
 
@@ -152,6 +162,7 @@ impl<'a> PlainV4<'a> {
         } else {
             0
         };
+        let ports = l4_ports(proto, ipproto::ICMP, [l4[0], l4[1], l4[2], l4[3]]);
         Parsed {
             l3_off: L3 as u16,
             l4_off: L4 as u16,
@@ -163,8 +174,8 @@ impl<'a> PlainV4<'a> {
             dst: u128::from(u32::from_le_bytes([d0, d1, d2, d3])).to_le_bytes(),
             ttl,
             dscp: tos >> 2,
-            sport: u16::from_be_bytes([l4[0], l4[1]]),
-            dport: u16::from_be_bytes([l4[2], l4[3]]),
+            sport: (ports >> 16) as u16,
+            dport: ports as u16,
             tcp_flags: flags,
             frag: Fragment::None,
             l3_len: u16::from_be_bytes([tl0, tl1]),
@@ -173,7 +184,7 @@ impl<'a> PlainV4<'a> {
 }
 
 /// [`plain_v4`] filling `out` with [`PlainV4::parsed`]: true when the
-/// frame is a plain IPv4 UDP or TCP frame (`out` in any state otherwise).
+/// frame is a plain IPv4 frame (`out` in any state otherwise).
 #[inline(always)]
 pub fn parse_plain_v4(frame: &[u8], nic_csum: Option<bool>, out: &mut Parsed) -> bool {
     plain_v4(frame, nic_csum)
@@ -182,8 +193,9 @@ pub fn parse_plain_v4(frame: &[u8], nic_csum: Option<bool>, out: &mut Parsed) ->
 }
 
 /// [`plain_v4`]'s IPv6 counterpart: an untagged IPv6 frame whose next
-/// header is UDP or TCP (no extension headers), the packet within the
-/// frame, its L4 header within the packet.
+/// header is an upper-layer protocol (no extension headers, not "no next
+/// header"), the packet within the frame, what the general parser reads of
+/// its upper-layer header within the packet ([`other_need`]).
 #[inline(always)]
 pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
     let (h, l4) = frame.split_first_chunk::<L4_V6>()?;
@@ -200,7 +212,7 @@ pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
         return None;
     }
     match ip[6] {
-        ipproto::UDP if total >= 40 + 8 && l4.len() >= 8 => {}
+        ipproto::UDP if total >= 40 + 8 => {}
         ipproto::TCP if total >= 40 + 20 => {
             let t = l4.first_chunk::<20>()?;
             let doff = usize::from(t[12] >> 4) * 4;
@@ -208,9 +220,61 @@ pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
                 return None;
             }
         }
-        _ => return None,
+        ipproto::UDP | ipproto::TCP => return None,
+        p => {
+            if 40 + other_need(p, ipproto::ICMPV6) > total {
+                return None;
+            }
+        }
     }
     Some(PlainV6(h, l4))
+}
+
+/// How many bytes of the upper-layer header of protocol `proto`, neither
+/// UDP nor TCP, the general parser reads (`icmp`: the family's ICMP):
+/// ICMP's 8 bytes, SCTP's 12, none for the others; [`REFUSED`] for IPv6's
+/// extension headers and "no next header", which it walks on from (for
+/// IPv4 they are upper-layer protocols like any other). Out of the common
+/// path's way.
+#[inline(never)]
+fn other_need(proto: u8, icmp: u8) -> usize {
+    match proto {
+        ipproto::SCTP => 12,
+        p if p == icmp => 8,
+        ipproto::HOPOPTS
+        | ipproto::ROUTING
+        | ipproto::FRAGMENT
+        | ipproto::DSTOPTS
+        | ipproto::AH
+        | ipproto::NONXT
+            if icmp == ipproto::ICMPV6 =>
+        {
+            REFUSED
+        }
+        _ => 0,
+    }
+}
+
+/// What [`other_need`] answers for a header that is not an upper layer:
+/// more than the longest packet.
+const REFUSED: usize = 1 << 17;
+
+/// What the general parser reads as the ports of protocol `proto` from
+/// the first 4 bytes of its header, as `sport << 16 | dport`: the ports of
+/// TCP, UDP and SCTP, ICMP's type and code (`icmp`: the family's ICMP), 0
+/// for the others. Selects, not branches: inside the flow hash, a branch
+/// here made the hash too large to inline into the group lanes' loop.
+#[inline(always)]
+fn l4_ports(proto: u8, icmp: u8, l4: [u8; 4]) -> u32 {
+    let ports = u32::from_be_bytes(l4);
+    let type_code = (ports >> 8) & 0x00ff_0000 | (ports >> 16) & 0xff;
+    let ported = matches!(proto, ipproto::UDP | ipproto::TCP | ipproto::SCTP);
+    let v = if proto == icmp { type_code } else { 0 };
+    if ported {
+        ports
+    } else {
+        v
+    }
 }
 
 impl<'a> PlainV6<'a> {
@@ -228,14 +292,27 @@ impl<'a> PlainV6<'a> {
             let v = u128::from_le_bytes(a);
             (v as u64, (v >> 64) as u64)
         };
-        let ports = self.1.first_chunk::<4>().copied().unwrap_or_default();
         hash::flow_hash_words(
             halves(self.addr(8)),
             halves(self.addr(24)),
             self.ip()[6],
             L3Kind::V6,
-            u32::from_be_bytes(ports),
+            self.ports(),
         )
+    }
+
+    /// The ports, or ICMPv6's type and code, as `sport << 16 | dport`
+    /// ([`l4_ports`]).
+    #[inline(always)]
+    fn ports(&self) -> u32 {
+        let head = self.1.first_chunk::<4>().copied().unwrap_or_default();
+        l4_ports(self.ip()[6], ipproto::ICMPV6, head)
+    }
+
+    /// The ICMPv6 type, for an ICMPv6 packet.
+    #[inline(always)]
+    pub fn icmp_type(&self) -> Option<u8> {
+        (self.ip()[6] == ipproto::ICMPV6).then(|| self.1.first().copied().unwrap_or(0))
     }
 
     #[inline(always)]
@@ -271,6 +348,7 @@ impl<'a> PlainV6<'a> {
         } else {
             0
         };
+        let ports = self.ports();
         Parsed {
             l3_off: L3 as u16,
             l4_off: L4_V6 as u16,
@@ -282,8 +360,8 @@ impl<'a> PlainV6<'a> {
             dst: self.addr(24),
             ttl: ip[7],
             dscp: ((ip[0] & 0x0f) << 2) | (ip[1] >> 6),
-            sport: get(0),
-            dport: get(2),
+            sport: (ports >> 16) as u16,
+            dport: ports as u16,
             tcp_flags: flags,
             frag: Fragment::None,
             // At most u16::MAX: plain_v6 refuses more.
@@ -293,7 +371,7 @@ impl<'a> PlainV6<'a> {
 }
 
 /// [`plain_v6`] filling `out` with [`PlainV6::parsed`]: true when the
-/// frame is a plain IPv6 UDP or TCP frame (`out` in any state otherwise).
+/// frame is a plain IPv6 frame (`out` in any state otherwise).
 #[inline(always)]
 pub fn parse_plain_v6(frame: &[u8], out: &mut Parsed) -> bool {
     plain_v6(frame).map(|h| *out = h.parsed()).is_some()

@@ -3,7 +3,7 @@
 //! stays the reference).
 
 use super::super::build::{self, FrameSpec, VlanTag};
-use super::super::{flow_hash, ipv4_checksum_ok, parse, Parsed};
+use super::super::{flow_hash, ipproto, ipv4_checksum_ok, parse, Parsed};
 use super::{parse_plain_v4, parse_plain_v6, plain_v4, plain_v6, PlainV4, PlainV6};
 use proptest::prelude::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -83,7 +83,7 @@ fn plain_udp_and_tcp_are_accepted_as_the_general_parser_reads_them() {
 }
 
 #[test]
-fn plain_ipv6_udp_and_tcp_are_accepted_and_nothing_else() {
+fn plain_ipv6_is_accepted_whatever_its_upper_layer_and_nothing_else() {
     let s6: Ipv6Addr = "2001:db8::1".parse().unwrap();
     let d6: Ipv6Addr = "2001:db8::2".parse().unwrap();
     let spec = FrameSpec {
@@ -99,6 +99,16 @@ fn plain_ipv6_udp_and_tcp_are_accepted_and_nothing_else() {
         build::udp6(&spec, s6, d6, 1, 2, b""),
         build::udp6(&spec, s6, d6, 1, 2, &[3; 1400]),
         build::tcp6(&spec, s6, d6, 1, 2, 0xfff, b""),
+        build::icmp6_echo(&spec, s6, d6, 1, 1, b""),
+        build::ipv6(&spec, s6, d6, ipproto::ESP, &[9; 40]),
+        build::ipv6(&spec, s6, d6, ipproto::ESP, b""),
+        build::ipv6(
+            &spec,
+            s6,
+            d6,
+            ipproto::SCTP,
+            &[1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0],
+        ),
     ] {
         let p = v6(&f).expect("a plain frame");
         assert_eq!(parse(&f), Ok(p));
@@ -114,8 +124,27 @@ fn plain_ipv6_udp_and_tcp_are_accepted_and_nothing_else() {
     for f in [
         build::udp6(&hbh, s6, d6, 1, 2, b""),
         build::udp6(&vlan, s6, d6, 1, 2, b""),
-        build::icmp6_echo(&spec, s6, d6, 1, 1, b""),
         build::udp4(&spec, s4(), d4(), 1, 2, b""),
+        // No next header; the extension headers by number alone (the
+        // general parser walks them).
+        build::ipv6(&spec, s6, d6, ipproto::NONXT, &[0; 16]),
+        build::ipv6(
+            &spec,
+            s6,
+            d6,
+            ipproto::AH,
+            &[ipproto::UDP, 1, 0, 0, 0, 0, 0, 0],
+        ),
+        build::ipv6(
+            &spec,
+            s6,
+            d6,
+            ipproto::DSTOPTS,
+            &[ipproto::UDP, 0, 0, 0, 0, 0, 0, 0],
+        ),
+        // ICMPv6 and SCTP shorter than what the general parser reads.
+        build::ipv6(&spec, s6, d6, ipproto::ICMPV6, &[128, 0, 0, 0]),
+        build::ipv6(&spec, s6, d6, ipproto::SCTP, &[1, 2, 3, 4, 0, 0, 0, 0]),
     ] {
         assert_eq!(v6(&f), None, "{f:02x?}");
     }
@@ -163,14 +192,32 @@ fn everything_else_is_left_to_the_general_parser() {
         build::udp4(&opts, s4(), d4(), 1, 2, b""),
         build::udp4(&mf, s4(), d4(), 1, 2, b""),
         build::udp4(&off, s4(), d4(), 1, 2, b""),
-        build::icmp4_echo(&spec, s4(), d4(), 1, 1, b""),
-        build::ipv4(&spec, s4(), d4(), 47, &[0; 30]),
         build::udp6(&spec, s6, d6, 1, 2, b""),
         build::arp_request(&spec, s4(), d4()),
+        // ICMP and SCTP shorter than what the general parser reads.
+        build::ipv4(&spec, s4(), d4(), ipproto::ICMP, &[8, 0, 0, 0]),
+        build::ipv4(&spec, s4(), d4(), ipproto::SCTP, &[1, 2, 3, 4, 0, 0, 0, 0]),
     ];
     for f in &refused {
         assert_eq!(plain(f, None), None, "{f:02x?}");
         assert_eq!(plain(f, Some(true)), None, "{f:02x?}");
+    }
+    // Any other upper layer is taken as the general parser reads it:
+    // ICMP's type and code in the ports, SCTP's ports, none for GRE or ESP.
+    for f in [
+        build::icmp4_echo(&spec, s4(), d4(), 1, 1, b""),
+        build::ipv4(&spec, s4(), d4(), ipproto::GRE, &[0; 30]),
+        build::ipv4(&spec, s4(), d4(), ipproto::ESP, b""),
+        build::ipv4(
+            &spec,
+            s4(),
+            d4(),
+            ipproto::SCTP,
+            &[1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0],
+        ),
+    ] {
+        let p = plain(&f, None).expect("a plain frame");
+        assert_eq!(parse(&f), Ok(p));
     }
 
     let good = build::tcp4(&spec, s4(), d4(), 80, 1234, 0x10, b"");
@@ -206,7 +253,7 @@ proptest! {
     /// overwritten: whatever is accepted, the general parser reads the same.
     #[test]
     fn never_disagrees_with_the_general_parser(
-        tcp in any::<bool>(),
+        kind in 0u8..6,
         src in any::<u32>(),
         dst in any::<u32>(),
         ports in any::<(u16, u16)>(),
@@ -223,11 +270,24 @@ proptest! {
         let (s6, d6) = (Ipv6Addr::from(u128::from(src) << 64), Ipv6Addr::from(u128::from(dst)));
         let body = vec![0xa5; payload];
         let flags = flags & 0xfff;
-        let mut f = match (v6, tcp) {
-            (false, true) => build::tcp4(&spec, s, d, ports.0, ports.1, flags, &body),
-            (false, false) => build::udp4(&spec, s, d, ports.0, ports.1, &body),
-            (true, true) => build::tcp6(&spec, s6, d6, ports.0, ports.1, flags, &body),
-            (true, false) => build::udp6(&spec, s6, d6, ports.0, ports.1, &body),
+        // Another upper layer: ICMP, ESP, SCTP or GRE, the body its header.
+        let other = |proto: u8| {
+            let proto = if proto == ipproto::ICMP && v6 { ipproto::ICMPV6 } else { proto };
+            if v6 {
+                build::ipv6(&spec, s6, d6, proto, &body)
+            } else {
+                build::ipv4(&spec, s, d, proto, &body)
+            }
+        };
+        let mut f = match (v6, kind) {
+            (false, 0) => build::tcp4(&spec, s, d, ports.0, ports.1, flags, &body),
+            (false, 1) => build::udp4(&spec, s, d, ports.0, ports.1, &body),
+            (true, 0) => build::tcp6(&spec, s6, d6, ports.0, ports.1, flags, &body),
+            (true, 1) => build::udp6(&spec, s6, d6, ports.0, ports.1, &body),
+            (_, 2) => other(ipproto::ICMP),
+            (_, 3) => other(ipproto::ESP),
+            (_, 4) => other(ipproto::SCTP),
+            _ => other(ipproto::GRE),
         };
         let untouched = sets.is_empty();
         for (at, v) in sets {
@@ -235,7 +295,10 @@ proptest! {
             f[at] = v;
         }
         let accepted = agrees(&f)?;
-        prop_assert!(accepted || !untouched, "a plain frame was refused");
+        // Untouched, every frame is plain but ICMP and SCTP bodies shorter
+        // than what the general parser reads of them.
+        let short = (kind == 2 && payload < 8) || (kind == 4 && payload < 12);
+        prop_assert!(accepted || !untouched || short, "a plain frame was refused");
     }
 
     /// Random bytes behind an IPv4 or IPv6 Ethernet header.

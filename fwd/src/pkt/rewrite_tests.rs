@@ -269,17 +269,17 @@ proptest! {
     }
 }
 
-/// A plain UDP or TCP frame of either family, any TTL, maybe padded.
+/// A plain UDP, TCP or ESP frame of either family, any TTL, maybe padded.
 fn plain_frame() -> impl Strategy<Value = Vec<u8>> {
     (
         any::<bool>(),
-        any::<bool>(),
+        0u8..3,
         any::<u8>(),
         any::<u8>(),
         0usize..1600,
         0usize..4,
     )
-        .prop_map(|(v6, tcp, ttl, tos, len, pad)| {
+        .prop_map(|(v6, l4, ttl, tos, len, pad)| {
             let spec = FrameSpec {
                 ttl,
                 dscp: tos >> 2,
@@ -287,11 +287,13 @@ fn plain_frame() -> impl Strategy<Value = Vec<u8>> {
                 ..FrameSpec::default()
             };
             let body = vec![7; len];
-            let mut f = match (v6, tcp) {
-                (false, false) => build::udp4(&spec, S4, D4, 1, 2, &body),
-                (false, true) => build::tcp4(&spec, S4, D4, 1, 2, 0x10, &body),
-                (true, false) => build::udp6(&spec, s6(), d6(), 1, 2, &body),
-                (true, true) => build::tcp6(&spec, s6(), d6(), 1, 2, 0x10, &body),
+            let mut f = match (v6, l4) {
+                (false, 0) => build::udp4(&spec, S4, D4, 1, 2, &body),
+                (false, 1) => build::tcp4(&spec, S4, D4, 1, 2, 0x10, &body),
+                (false, _) => build::ipv4(&spec, S4, D4, 50, &body),
+                (true, 0) => build::udp6(&spec, s6(), d6(), 1, 2, &body),
+                (true, 1) => build::tcp6(&spec, s6(), d6(), 1, 2, 0x10, &body),
+                (true, _) => build::ipv6(&spec, s6(), d6(), 50, &body),
             };
             f.extend(std::iter::repeat_n(0, pad));
             f

@@ -5,18 +5,20 @@
 //! The general stages ([`super::pipeline`]) give every packet a verdict and
 //! pass over the burst once per stage to refine it, so that every case
 //! (neighbour protocols, local delivery, ICMP errors, fragmentation, the
-//! host path) has its place. For the common packet (plain IPv4 or IPv6
-//! UDP/TCP, unicast, routed to a resolved next hop on an up port, TTL > 1,
-//! within the MTU) that costs more than the work itself. Here:
+//! host path) has its place. For the common packet (plain IPv4 or IPv6,
+//! unicast, routed to a resolved next hop on an up port, TTL > 1, within
+//! the MTU) that costs more than the work itself. Here:
 //!
-//! 1. recognise the common frame ([`pkt::plain_v4`]: untagged IPv4 UDP or
-//!    TCP without options, header checksum good; [`pkt::plain_v6`]:
-//!    untagged IPv6 UDP or TCP without extension headers, not to a
-//!    link-local address), leave multicast, and list the rest by family
-//!    with their destinations; while rules are loaded, the classifier's
-//!    key of each, read from the frame at its fixed offsets. The rest of
-//!    the path reads the frame at its fixed offsets too (no
-//!    [`pkt::Parsed`]), and an ECMP group's flow hash parses it when asked;
+//! 1. recognise the common frame ([`pkt::plain_v4`]: untagged IPv4
+//!    without options, not a fragment, header checksum good;
+//!    [`pkt::plain_v6`]: untagged IPv6 without extension headers, not to a
+//!    link-local address, not neighbour discovery; UDP, TCP or any other
+//!    upper-layer protocol: ICMP, ESP, GRE...), leave multicast, and list
+//!    the rest by family with their destinations; while rules are loaded,
+//!    the classifier's key of each, read from the frame at its fixed
+//!    offsets. The rest of the path reads the frame at its fixed offsets
+//!    too (no [`pkt::Parsed`]), and an ECMP group's flow hash reads the
+//!    tuple from the frame's words when asked;
 //! 2. while rules are loaded, one
 //!    [`Classifier::classify_burst_cached`](crate::acl::Classifier::classify_burst_cached)
 //!    (through the worker's flow cache, [`crate::acl::FlowCache`]): a
@@ -40,6 +42,7 @@ use crate::dpdk::mbuf::BURST;
 use crate::pkt;
 use crate::route::Resolved;
 
+use super::local;
 use super::pipeline::{
     egress, is_link_local_v6, is_multicast_v4, is_multicast_v6, key_of, Clock, Egress, Packets,
     Pipeline, Scratch, Tally, Verdict,
@@ -513,8 +516,10 @@ fn recognise<P: Packets, const RULES: bool>(
             }
         } else if let Some(h) = pkt::plain_v6(frame) {
             let dst = h.dst();
-            // Link-local is ours or never forwarded.
-            if !is_multicast_v6(dst) && !is_link_local_v6(dst) {
+            // Link-local is ours or never forwarded; neighbour discovery
+            // is the general stages' whatever its destination.
+            let nd = h.icmp_type().is_some_and(|t| local::is_nd_type(t.into()));
+            if !is_multicast_v6(dst) && !is_link_local_v6(dst) && !nd {
                 if RULES {
                     // From the end, backwards: the IPv4 keys fill the front.
                     s.keys[BURST - 1 - n6] = key_of(&h.parsed(), port);

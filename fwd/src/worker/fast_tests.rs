@@ -14,6 +14,7 @@ use super::super::pipeline::{Clock, Scratch, Tally, Verdict};
 use super::{first, Left};
 use crate::acl;
 use crate::pkt::build::{self, Ext6, FrameSpec, VlanTag};
+use crate::pkt::ipproto;
 use crate::tables::Tables;
 
 /// Packets and bytes counted per rule id.
@@ -123,7 +124,11 @@ fn plain_ipv6_to_a_resolved_gateway_is_taken_too() {
     let mut f = Frames::new(vec![
         build::udp6(&from_host(), s6, d6, 1, 2, b""),
         build::tcp6(&from_host(), s6, d6, 1, 2, 0x02, b""),
+        build::ipv6(&from_host(), s6, d6, ipproto::ESP, &[7; 24]),
+        build::icmp6_echo(&from_host(), s6, d6, 1, 1, b""),
         build::udp6(&from_host(), s6, ll, 1, 2, b""),
+        // A neighbour solicitation to a global address.
+        build::icmp6(&from_host(), s6, d6, 135, 0, &[0; 20]),
     ]);
     let mut s = Scratch::default();
     let mut tally = Tally::default();
@@ -131,8 +136,11 @@ fn plain_ipv6_to_a_resolved_gateway_is_taken_too() {
     let rest = pipe(&t)
         .fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default())
         .rest;
-    assert_eq!(rest, 0b100, "link-local is left to the general stages");
-    for fr in &f.f[..2] {
+    assert_eq!(
+        rest, 0b11_0000,
+        "link-local and neighbour discovery are left to the general stages"
+    );
+    for fr in &f.f[..4] {
         assert_eq!(fr[..6], GW_MAC);
         assert_eq!(fr[14 + 7], 63, "hop limit decremented");
     }
@@ -161,8 +169,23 @@ fn everything_else_is_left_to_the_general_stages() {
         to([224, 0, 0, 5]),   // multicast
         build::udp4(&ttl1, src, Ipv4Addr::new(198, 51, 100, 1), 1, 2, b""),
         build::udp4(&df, src, Ipv4Addr::new(198, 51, 100, 1), 1, 2, &[0; 1300]),
-        build::icmp4_echo(&h, src, Ipv4Addr::new(198, 51, 100, 1), 1, 1, b""),
         to([198, 51, 100, 1]), // taken
+        // Other protocols are taken too: ICMP, ESP, GRE.
+        build::icmp4_echo(&h, src, Ipv4Addr::new(198, 51, 100, 1), 1, 1, b""),
+        build::ipv4(
+            &h,
+            src,
+            Ipv4Addr::new(198, 51, 100, 1),
+            ipproto::ESP,
+            &[7; 24],
+        ),
+        build::ipv4(
+            &h,
+            src,
+            Ipv4Addr::new(198, 51, 100, 1),
+            ipproto::GRE,
+            &[0; 4],
+        ),
     ]);
     let mut s = Scratch::default();
     let mut tally = Tally::default();
@@ -170,8 +193,10 @@ fn everything_else_is_left_to_the_general_stages() {
     let rest = pipe(&t)
         .fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default())
         .rest;
-    assert_eq!(rest, first(9));
-    assert_eq!(s.verdict[9], Verdict::Tx(1));
+    assert_eq!(rest, first(8));
+    for i in 8..12 {
+        assert_eq!(s.verdict[i], Verdict::Tx(1), "packet {i}");
+    }
 }
 
 /// 0.0.0.0/0 and ::/0 via the gateways on b: multicast, link-local and
@@ -273,7 +298,7 @@ struct Pkt {
 
 fn pkt() -> impl Strategy<Value = Pkt> {
     (
-        0u8..17,
+        0u8..23,
         any::<u8>(),
         prop_oneof![Just(64u8), 0u8..3],
         prop_oneof![0usize..40, 1200usize..1300],
@@ -314,6 +339,9 @@ fn frame(p: &Pkt) -> Vec<u8> {
         8 => build::udp4(&spec, src, v4(9, 9, 9), 7, dport, &body),
         9 => build::icmp4_echo(&spec, src, v4(198, 51, 100), 1, 1, &body),
         16 => build::udp4(&spec, src, v4(198, 18, 0), 7, dport, &body),
+        17 => build::ipv4(&spec, src, v4(198, 51, 100), ipproto::ESP, &body),
+        18 => build::ipv4(&spec, src, v4(198, 51, 100), ipproto::SCTP, &body),
+        19 => build::ipv4(&spec, src, v4(9, 9, 9), ipproto::GRE, &body),
         10 => {
             let vlan = FrameSpec {
                 vlans: vec![VlanTag::dot1q(3)],
@@ -330,6 +358,11 @@ fn frame(p: &Pkt) -> Vec<u8> {
                 12 => build::tcp6(&spec, s6, d6(0x2001, 0xdb8), 7, dport, 0x12, &body),
                 13 => build::udp6(&spec, s6, d6(0xfe80, 0), 7, dport, &body),
                 14 => build::udp6(&spec, s6, d6(0xff02, 0), 7, dport, &body),
+                20 => build::ipv6(&spec, s6, d6(0x2001, 0xdb8), ipproto::ESP, &body),
+                21 => build::icmp6_echo(&spec, s6, d6(0x2001, 0xdb8), 1, 1, &body),
+                // Neighbour discovery (the host byte picks the type,
+                // 133-137 or not) to a global address.
+                22 => build::icmp6(&spec, s6, d6(0x2001, 0xdb8), 131 + p.host % 8, 0, &body),
                 _ => {
                     let ext = FrameSpec {
                         ipv6_ext: vec![Ext6::HopByHop { len8: 0 }],

@@ -94,7 +94,14 @@ pub fn arp(
 /// Whether `p` is neighbour discovery (ICMPv6 133-137).
 #[inline(always)]
 pub fn is_nd(p: &Parsed) -> bool {
-    p.kind == L3Kind::V6 && p.proto == ipproto::ICMPV6 && (133..=137).contains(&p.sport)
+    p.kind == L3Kind::V6 && p.proto == ipproto::ICMPV6 && is_nd_type(p.sport)
+}
+
+/// Whether an ICMPv6 type is neighbour discovery's (133-137: router and
+/// neighbour solicitations and advertisements, redirects).
+#[inline(always)]
+pub fn is_nd_type(t: u16) -> bool {
+    (133..=137).contains(&t)
 }
 
 /// Neighbour discovery (ICMPv6 133-137) received on `port`; `None` for

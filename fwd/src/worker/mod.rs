@@ -3,9 +3,9 @@
 //! - [`pipeline`]: the stages over a burst (parse, classify, route, act),
 //!   each producing per-packet verdicts; pure over byte frames and tested
 //!   without DPDK.
-//! - [`fast`]: the common packet (plain IPv4/IPv6 UDP or TCP, routed to a
-//!   resolved next hop) in two passes ahead of the stages, which get what
-//!   it leaves.
+//! - [`fast`]: the common packet (plain IPv4/IPv6, any upper layer but
+//!   neighbour discovery, routed to a resolved next hop) in two passes
+//!   ahead of the stages, which get what it leaves.
 //! - [`local`]: what the appliance answers or originates itself (ARP, ND,
 //!   echo, ICMP errors and their rate limiter).
 //! - [`trace`]: packet trace and capture, when the control side arms them
