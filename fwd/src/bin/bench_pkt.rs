@@ -281,7 +281,7 @@ fn main() {
         (true, Via::Ecmp(4)),
     ] {
         let tables = fast_path::tables(v6, via);
-        let routed = fast_path::burst(v6);
+        let routed = fast_path::burst_of(v6, "udp");
         let mut scratch = Scratch::default();
         let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
         let name = match (v6, via) {
@@ -297,13 +297,7 @@ fn main() {
         run(name, &routed, blocks, |b| {
             let mut frames = fast_path::Frames(b);
             let mut tally = Tally::default();
-            let pipe = Pipeline {
-                tables: &tables,
-                in_port: 0,
-                reject: pkt::IcmpError::NetUnreachable,
-                host: false,
-            };
-            let left = pipe.fast(
+            let left = fast_path::pipe(&tables).fast(
                 &mut frames,
                 &mut scratch,
                 &mut tally,
@@ -314,8 +308,9 @@ fn main() {
             tally.rx_bytes
         });
     }
-    // Traffic the fast path leaves to the general stages: IPsec (ESP) and
-    // ICMP echo to the same routes, through the whole pipeline.
+    // Transit traffic other than UDP and TCP: IPsec (ESP) and ICMP echo to
+    // the same routes, through the whole pipeline (the general stages took
+    // them until e378291, the fast path since).
     for (v6, proto) in [
         (false, "esp"),
         (true, "esp"),
@@ -333,13 +328,7 @@ fn main() {
         run(&name, &frames, blocks, |b| {
             let mut frames = fast_path::Frames(b);
             let mut tally = Tally::default();
-            let pipe = Pipeline {
-                tables: &tables,
-                in_port: 0,
-                reject: pkt::IcmpError::NetUnreachable,
-                host: false,
-            };
-            pipe.run(
+            fast_path::pipe(&tables).run(
                 &mut frames,
                 &mut scratch,
                 &mut tally,
@@ -485,63 +474,48 @@ mod fast_path {
         }
     }
 
-    /// [`burst`]'s frames as ESP (`"esp"`: protocol 50, 26 bytes of
-    /// payload) or ICMP echo requests (`"icmp"`).
+    /// 32 frames from the in port's subnet to 32 of the routes, each with
+    /// a flow of its own: UDP (`"udp"`), ESP (`"esp"`: protocol 50, 26
+    /// bytes of payload) or ICMP echo requests (`"icmp"`).
     pub fn burst_of(v6: bool, proto: &str) -> Vec<Vec<u8>> {
         let spec = build::FrameSpec {
             ttl: 255,
             dst_mac: SMAC,
             ..build::FrameSpec::default()
         };
+        let payload = &[0; 18];
         (0..BURST as u32)
-            .map(|i| match (v6, proto) {
-                (false, "esp") => {
-                    let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
-                    let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
-                    build::ipv4(&spec, src, dst, 50, &[i as u8; 26])
-                }
-                (true, "esp") => {
+            .map(|i| {
+                let (sport, id) = (1024 + i as u16, i as u16);
+                if v6 {
                     let src =
                         Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
                     let dst = Ipv6Addr::from(net6(i * 31) | 1);
-                    build::ipv6(&spec, src, dst, 50, &[i as u8; 26])
-                }
-                (false, _) => {
+                    match proto {
+                        "udp" => build::udp6(&spec, src, dst, sport, 80, payload),
+                        "esp" => build::ipv6(&spec, src, dst, 50, &[i as u8; 26]),
+                        _ => build::icmp6_echo(&spec, src, dst, 7, id, payload),
+                    }
+                } else {
                     let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
                     let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
-                    build::icmp4_echo(&spec, src, dst, 7, i as u16, &[0; 18])
-                }
-                (true, _) => {
-                    let src =
-                        Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
-                    let dst = Ipv6Addr::from(net6(i * 31) | 1);
-                    build::icmp6_echo(&spec, src, dst, 7, i as u16, &[0; 18])
+                    match proto {
+                        "udp" => build::udp4(&spec, src, dst, sport, 80, payload),
+                        "esp" => build::ipv4(&spec, src, dst, 50, &[i as u8; 26]),
+                        _ => build::icmp4_echo(&spec, src, dst, 7, id, payload),
+                    }
                 }
             })
             .collect()
     }
 
-    /// 32 UDP frames from the in port's subnet to 32 of the routes.
-    pub fn burst(v6: bool) -> Vec<Vec<u8>> {
-        let spec = build::FrameSpec {
-            ttl: 255,
-            dst_mac: SMAC,
-            ..build::FrameSpec::default()
-        };
-        (0..BURST as u32)
-            .map(|i| {
-                let (sport, payload) = (1024 + i as u16, &[0; 18]);
-                if v6 {
-                    let src =
-                        Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
-                    let dst = Ipv6Addr::from(net6(i * 31) | 1);
-                    build::udp6(&spec, src, dst, sport, 80, payload)
-                } else {
-                    let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
-                    let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
-                    build::udp4(&spec, src, dst, sport, 80, payload)
-                }
-            })
-            .collect()
+    /// The pipeline of the in port over `tables`.
+    pub fn pipe(tables: &Tables) -> Pipeline<'_> {
+        Pipeline {
+            tables,
+            in_port: 0,
+            reject: pkt::IcmpError::NetUnreachable,
+            host: false,
+        }
     }
 }
