@@ -490,7 +490,8 @@ fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
 /// destination) and, when `RULES` (rules are loaded), writes the key of
 /// each (received on `port`) to `s.keys`: the IPv4 candidates' first, in
 /// their list's order, then the IPv6 ones'. Multicast, broadcast and
-/// link-local IPv6 destinations are the general stages'.
+/// link-local IPv6 destinations, and ICMPv6 neighbour discovery, are the
+/// general stages'.
 #[inline(always)]
 fn recognise<P: Packets, const RULES: bool>(
     pkts: &mut P,
