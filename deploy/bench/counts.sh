@@ -11,7 +11,9 @@
 #     so that the load cancels out);
 #   - a packet through the worker's fast path, IPv4 and IPv6 (bench_pkt's
 #     "worker fast path" cases: 20 blocks less 0, 128,000 packets), its
-#     routes via one next hop, via 16 in turn, and each ECMP over 4;
+#     routes via one next hop, via 16 in turn, and each ECMP over 4; and
+#     an ESP packet through the whole pipeline (bench_pkt's "worker
+#     pipeline" case: the fast path takes it since e378291);
 #   - a classifier lookup on lyxocs' acl1_10k and acl2_10k, keys inside
 #     random rules, in bursts (bench_acl with BENCH_ACL_PASSES: 2 passes
 #     of 100,000 keys less 0), on the SIMD path the classifier picks under
@@ -78,7 +80,8 @@ row() {
     local k=0 case
     for case in "worker fast path (udp4" "worker fast path (udp6" \
         "worker fast path, 16 next hops (udp4" "worker fast path, 16 next hops (udp6" \
-        "worker fast path, ECMP over 4 next hops (udp4" "worker fast path, ECMP over 4 next hops (udp6"; do
+        "worker fast path, ECMP over 4 next hops (udp4" "worker fast path, ECMP over 4 next hops (udp6" \
+        "worker pipeline, esp (ip4" "worker pipeline, esp (ip6"; do
         k=$((k + 1))
         c10="$(BENCH_PKT_ONLY="$case" count "pkt0-$k" "$bp" 0)"
         c20="$(BENCH_PKT_ONLY="$case" count "pkt20-$k" "$bp" 20)"
@@ -109,8 +112,8 @@ this="$(commit_id)"
     echo "- commit $this; command: \`deploy/bench/counts.sh${BASE:+ $BASE}\`"
     echo "- $(rustc --version); $(valgrind --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
     echo
-    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet | the same via 16 next hops in turn: IPv4 | IPv6 | every route ECMP over 4 next hops: IPv4 | IPv6 | acl1_10k, a lookup | acl2_10k, a lookup |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet | the same via 16 next hops in turn: IPv4 | IPv6 | every route ECMP over 4 next hops: IPv4 | IPv6 | ESP through the pipeline: IPv4 | IPv6 | acl1_10k, a lookup | acl2_10k, a lookup |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row "$this" "$REL"
     [ -z "$BASE" ] || row "base: $BASE" "$BASE"
 } | append_results "$OUT"
