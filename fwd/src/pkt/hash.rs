@@ -32,8 +32,9 @@ fn fmul(a: u64, b: u64) -> u64 {
     (r as u64) ^ ((r >> 64) as u64)
 }
 
+/// An address as [`Parsed::src`] holds it, as its two little-endian words.
 #[inline(always)]
-fn halves(a: &[u8; 16]) -> (u64, u64) {
+pub(super) fn halves(a: &[u8; 16]) -> (u64, u64) {
     let v = u128::from_le_bytes(*a);
     (v as u64, (v >> 64) as u64)
 }

@@ -27,7 +27,7 @@
 
 use super::csum;
 use super::hash;
-use super::parse::{ipproto, tcp_flags, Fragment, L3Kind, Parsed};
+use super::parse::{ipproto, l4_ports, tcp_flags, Fragment, L3Kind, Parsed};
 
 /// Ethernet header, untagged.
 const L3: usize = 14;
@@ -119,20 +119,14 @@ impl<'a> PlainV4<'a> {
     /// words: the addresses and both ports are one load each.
     #[inline(always)]
     pub fn flow_hash(&self) -> u32 {
-        let word = |at: usize| {
-            self.0
-                .get(at..)
-                .and_then(|w| w.first_chunk::<4>())
-                .copied()
-                .unwrap_or_default()
-        };
-        let [.., proto, _, _] = *self.0.first_chunk::<{ L3 + 12 }>().unwrap_or(&[0; L3 + 12]);
+        let [.., proto, _, _, s0, s1, s2, s3, d0, d1, d2, d3] = *self.ip();
+        let l4 = self.0.last_chunk::<20>().unwrap_or(&[0; 20]);
         hash::flow_hash_words(
-            (u64::from(u32::from_le_bytes(word(L3 + 12))), 0),
-            (u64::from(u32::from_le_bytes(word(L3 + 16))), 0),
+            (u64::from(u32::from_le_bytes([s0, s1, s2, s3])), 0),
+            (u64::from(u32::from_le_bytes([d0, d1, d2, d3])), 0),
             proto,
             L3Kind::V4,
-            l4_ports(proto, ipproto::ICMP, word(L4)),
+            l4_ports(proto, ipproto::ICMP, [l4[0], l4[1], l4[2], l4[3]]),
         )
     }
 
@@ -259,24 +253,6 @@ fn other_need(proto: u8, icmp: u8) -> usize {
 /// more than the longest packet.
 const REFUSED: usize = 1 << 17;
 
-/// What the general parser reads as the ports of protocol `proto` from
-/// the first 4 bytes of its header, as `sport << 16 | dport`: the ports of
-/// TCP, UDP and SCTP, ICMP's type and code (`icmp`: the family's ICMP), 0
-/// for the others. Selects, not branches: inside the flow hash, a branch
-/// here made the hash too large to inline into the group lanes' loop.
-#[inline(always)]
-fn l4_ports(proto: u8, icmp: u8, l4: [u8; 4]) -> u32 {
-    let ports = u32::from_be_bytes(l4);
-    let type_code = (ports >> 8) & 0x00ff_0000 | (ports >> 16) & 0xff;
-    let ported = matches!(proto, ipproto::UDP | ipproto::TCP | ipproto::SCTP);
-    let v = if proto == icmp { type_code } else { 0 };
-    if ported {
-        ports
-    } else {
-        v
-    }
-}
-
 impl<'a> PlainV6<'a> {
     /// [`PlainV4::again`] for [`plain_v6`].
     #[inline(always)]
@@ -288,13 +264,9 @@ impl<'a> PlainV6<'a> {
     /// words.
     #[inline(always)]
     pub fn flow_hash(&self) -> u32 {
-        let halves = |a: [u8; 16]| {
-            let v = u128::from_le_bytes(a);
-            (v as u64, (v >> 64) as u64)
-        };
         hash::flow_hash_words(
-            halves(self.addr(8)),
-            halves(self.addr(24)),
+            hash::halves(&self.addr(8)),
+            hash::halves(&self.addr(24)),
             self.ip()[6],
             L3Kind::V6,
             self.ports(),
@@ -302,7 +274,7 @@ impl<'a> PlainV6<'a> {
     }
 
     /// The ports, or ICMPv6's type and code, as `sport << 16 | dport`
-    /// ([`l4_ports`]).
+    /// (the general parser's [`l4_ports`]).
     #[inline(always)]
     fn ports(&self) -> u32 {
         let head = self.1.first_chunk::<4>().copied().unwrap_or_default();

@@ -201,10 +201,7 @@ impl Routing {
     fn resolve(&self, e: u32, hash: impl FnOnce() -> u32) -> Resolved {
         match e >> KIND_SHIFT {
             K_NH => Resolved::Forward(e & ID_MASK),
-            K_GROUP => match self.groups.get(e & ID_MASK) {
-                Some(g) => Resolved::Forward(g.select(hash())),
-                None => Resolved::NoRoute,
-            },
+            K_GROUP => via_group(self.groups.get(e & ID_MASK), hash),
             K_BLACKHOLE => Resolved::Blackhole,
             K_REJECT => Resolved::Reject,
             K_LOCAL => Resolved::Local,
@@ -342,8 +339,7 @@ impl Routing {
                     if e != memo.0 {
                         memo = (e, self.groups.get(e & ID_MASK));
                     }
-                    memo.1
-                        .map_or(Resolved::NoRoute, |g| Resolved::Forward(g.select(hash(j))))
+                    via_group(memo.1, || hash(j))
                 } else {
                     // Not a group: `resolve` asks for no hash. (One call
                     // of `hash` in the loop, so that it is inlined.)
@@ -570,3 +566,10 @@ impl Routing {
 
 /// Destinations resolved together by the burst lookups.
 const BURST: usize = fib::BURST_MAX;
+
+/// What a route to group `g` resolves to (None: the group is gone): the
+/// member the flow hash picks.
+#[inline(always)]
+fn via_group(g: Option<&Arc<Group>>, hash: impl FnOnce() -> u32) -> Resolved {
+    g.map_or(Resolved::NoRoute, |g| Resolved::Forward(g.select(hash())))
+}
