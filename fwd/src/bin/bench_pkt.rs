@@ -4,7 +4,8 @@
 //! checksum check, a mixed v4/v6/VLAN/TCP burst, stage-wise over a `[Parsed; 32]`),
 //! the common-case recognisers (`parse_plain_v4`, `parse_plain_v6`), and the worker's whole fast path
 //! (`Pipeline::fast`: recognise, one batched lookup in a 1000-route table, rewrite;
-//! IPv4 and IPv6; the routes via one next hop, and via 16 in turn)
+//! IPv4 and IPv6; the routes via one next hop, via 16 in turn, and ECMP;
+//! and IPv4 with 10,000 rules loaded, answered by the worker's flow cache)
 //! over plain byte frames.
 //!
 //! Usage: `bench_pkt [BLOCKS]` (default 2000); `BENCH_PKT_ONLY=<text>` runs
@@ -280,7 +281,7 @@ fn main() {
         (false, Via::Ecmp(4)),
         (true, Via::Ecmp(4)),
     ] {
-        let tables = fast_path::tables(v6, via);
+        let tables = fast_path::tables(v6, via, 0);
         let routed = fast_path::burst_of(v6, "udp");
         let mut scratch = Scratch::default();
         let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
@@ -308,6 +309,34 @@ fn main() {
             tally.rx_bytes
         });
     }
+    // A firewall's case: 10,000 rules loaded (every one a permit, as the
+    // loaded forwarding recipe's), the keys answered by the worker's flow
+    // cache (the same 32 flows each burst: all hits once warm).
+    {
+        let tables = fast_path::tables(false, Via::Turns(1), 10_000);
+        let routed = fast_path::burst_of(false, "udp");
+        let mut scratch = Scratch::default();
+        let slots = fwd::acl::Config::default().capacity as usize;
+        let (_, mut writers) = fwd::acl::CounterSet::new(1, slots);
+        run(
+            "worker fast path, 10k rules via the flow cache (udp4, 1000 routes)",
+            &routed,
+            blocks,
+            |b| {
+                let mut frames = fast_path::Frames(b);
+                let mut tally = Tally::default();
+                let left = fast_path::pipe(&tables).fast(
+                    &mut frames,
+                    &mut scratch,
+                    &mut tally,
+                    &mut writers[0],
+                    Clock::default(),
+                );
+                assert_eq!(left.rest, 0, "every packet takes the fast path");
+                tally.rx_bytes
+            },
+        );
+    }
     // Transit traffic other than UDP and TCP: IPsec (ESP) and ICMP echo to
     // the same routes, through the whole pipeline (the general stages took
     // them until e378291, the fast path since).
@@ -317,7 +346,7 @@ fn main() {
         (false, "icmp"),
         (true, "icmp"),
     ] {
-        let tables = fast_path::tables(v6, Via::Turns(1));
+        let tables = fast_path::tables(v6, Via::Turns(1), 0);
         let frames = fast_path::burst_of(v6, proto);
         let mut scratch = Scratch::default();
         let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
@@ -397,7 +426,7 @@ mod fast_path {
         Ecmp(u32),
     }
 
-    pub fn tables(v6: bool, via: Via) -> Tables {
+    pub fn tables(v6: bool, via: Via, n_rules: usize) -> Tables {
         let hops = match via {
             Via::Turns(k) | Via::Ecmp(k) => k,
         };
@@ -468,9 +497,46 @@ mod fast_path {
                 },
             }));
         }
+        changes.extend(rules(n_rules));
         match fwd::control::apply_changes(&base, &mut acl, &changes, None) {
             Ok(a) => a.tables,
             Err(e) => panic!("bench tables: {e}"),
+        }
+    }
+
+    /// `n` rules, each a permit: source and destination prefixes (/8 to
+    /// /32), a destination port range and TCP or UDP drawn from a fixed
+    /// seed, in priority order, then a permit of everything (the shape of
+    /// the loaded forwarding recipe's, `deploy/lib.sh`); none for 0.
+    fn rules(n: usize) -> Vec<Change> {
+        if n == 0 {
+            return Vec::new();
+        }
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut text = String::new();
+        for k in 0..n {
+            let (a, b, r) = (next(), next(), next());
+            let (ls, ld) = (8 + a % 25, 8 + b % 25);
+            let net = |x: u64, l: u64| Ipv4Addr::from((x >> 32) as u32 & (u32::MAX << (32 - l)));
+            let (src, dst) = (net(a, ls), net(b, ld));
+            let lo = (r >> 16) as u16 % 60_000;
+            text += &format!(
+                "rule add prio {} src {src}/{ls} dst {dst}/{ld} proto {} dport {lo}-{} action permit\n",
+                k + 1,
+                if r & 1 == 0 { 6 } else { 17 },
+                lo + (r >> 40) as u16 % 1024
+            );
+        }
+        text += "rule add prio 1000000 action permit\n";
+        match ctl::text::parse_batch(&text) {
+            Ok(b) => b.changes,
+            Err(e) => panic!("bench rules: {e:?}"),
         }
     }
 
