@@ -14,7 +14,8 @@
 //! into the base by the background rebuild) are not kept.
 //!
 //! Two tables, each set two cache lines, newest entry first: IPv4 keys in
-//! 32-byte entries (the 20 bytes of such a key packed), four ways a set;
+//! 32-byte entries (the 20 bytes of such a key packed: [`Flow4`], the form
+//! the fast path hands over), four ways a set;
 //! every other key in 64-byte ones, two ways a set. Against 64-byte
 //! entries, two ways, for every key: 4,096 flows that take turns hit 99.2%
 //! of a default cache (97.2%) at 7.2 ns a lookup (8.1-8.2), 16,384 hit
@@ -362,6 +363,27 @@ impl FlowCache {
         }
     }
 
+    /// Whether the cache takes a call's `n` lookups: false when it is
+    /// off or stands aside (the call goes straight to the classifier,
+    /// counted as misses); true otherwise, its memory taken.
+    #[inline(always)]
+    fn answers(&mut self, n: usize) -> bool {
+        if self.size == 0 {
+            return false;
+        }
+        if self.aside > 0 {
+            // Traffic the cache mostly missed (many short flows, a scan):
+            // what a probe and an insert cost would be spent for little.
+            self.aside -= 1;
+            self.misses += n as u64;
+            return false;
+        }
+        if self.narrow.sets.is_empty() {
+            self.allocate();
+        }
+        true
+    }
+
     #[cold]
     fn allocate(&mut self) {
         self.narrow.allocate(self.size);
@@ -369,6 +391,97 @@ impl FlowCache {
         self.missed = Vec::with_capacity(GROUP);
     }
 }
+
+/// An IPv4 key in the form the flow cache keeps it (20 bytes, packed):
+/// what the fast path hands [`Classifier::classify_burst_cached4`] for a
+/// plain IPv4 frame, instead of a whole 48-byte [`Key`] that the cache
+/// would pack again (an IPv4 packet with rules loaded: 382 -> 330
+/// instructions in `bench_pkt`, `bench-results/acl_flow_cache.md`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Flow4(Narrow);
+
+impl Flow4 {
+    /// `k` packed, when it is an IPv4 key whose addresses fit their 32
+    /// bits (any key the parser makes of an IPv4 packet); `None` otherwise.
+    #[inline(always)]
+    pub fn of(k: &Key) -> Option<Flow4> {
+        Narrow::fits(k).then(|| Flow4(Narrow::of(k)))
+    }
+
+    /// The key it packs: [`Flow4::of`]'s inverse.
+    #[inline(always)]
+    pub fn key(&self) -> Key {
+        let Narrow { addrs, ports, rest } = self.0;
+        Key {
+            src: u128::from(addrs as u32),
+            dst: u128::from((addrs >> 32) as u32),
+            is_v6: false,
+            proto: (ports >> 32) as u8,
+            sport: ports as u16,
+            dport: (ports >> 16) as u16,
+            in_port: (ports >> 48) as u16,
+            vlan: rest as u16,
+            dscp: (ports >> 40) as u8,
+            tcp_flags: (rest >> 16) as u16,
+        }
+    }
+}
+
+impl Default for Flow4 {
+    fn default() -> Self {
+        Flow4(Narrow::ZERO)
+    }
+}
+
+impl std::fmt::Debug for Flow4 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Flow4").field(&self.key()).finish()
+    }
+}
+
+/// What the cache looks up: a [`Key`] (either table, by its family and
+/// addresses) or a [`Flow4`] (the IPv4 table).
+trait Cached: Copy {
+    /// Its IPv4 words, if it is in the IPv4 table.
+    fn narrow(&self) -> Option<Narrow>;
+    /// Its words in the other table (only for one that is not).
+    fn wide(&self) -> Wide;
+    /// The key the classifier takes.
+    fn key(&self) -> Key;
+}
+
+impl Cached for Key {
+    #[inline(always)]
+    fn narrow(&self) -> Option<Narrow> {
+        Narrow::fits(self).then(|| Narrow::of(self))
+    }
+    #[inline(always)]
+    fn wide(&self) -> Wide {
+        Wide::of(self)
+    }
+    #[inline(always)]
+    fn key(&self) -> Key {
+        *self
+    }
+}
+
+impl Cached for Flow4 {
+    #[inline(always)]
+    fn narrow(&self) -> Option<Narrow> {
+        Some(self.0)
+    }
+    #[inline(always)]
+    fn wide(&self) -> Wide {
+        Wide::of(&self.key())
+    }
+    #[inline(always)]
+    fn key(&self) -> Key {
+        Flow4::key(self)
+    }
+}
+
+// Bit `i` of a `u32` says whether a group's key `i` is in the IPv4 table.
+static_assertions::const_assert!(GROUP <= 32);
 
 impl Classifier {
     /// [`Classifier::classify_burst`] through a worker's flow cache: the
@@ -382,47 +495,77 @@ impl Classifier {
         out: &mut [Option<&'a RuleEntry>],
         cache: &mut FlowCache,
     ) {
-        if cache.size == 0 {
+        if !cache.answers(keys.len()) {
             return self.classify_burst(keys, out);
         }
-        if cache.aside > 0 {
-            // Traffic the cache mostly missed (many short flows, a scan):
-            // what a probe and an insert cost would be spent for little.
-            cache.aside -= 1;
-            cache.misses += keys.len() as u64;
-            return self.classify_burst(keys, out);
+        self.cached(keys, out, cache);
+    }
+
+    /// [`Classifier::classify_burst_cached`] of the keys `flows` pack.
+    ///
+    /// # Panics
+    /// If `out.len() < flows.len()`.
+    pub fn classify_burst_cached4<'a>(
+        &'a self,
+        flows: &[Flow4],
+        out: &mut [Option<&'a RuleEntry>],
+        cache: &mut FlowCache,
+    ) {
+        if !cache.answers(flows.len()) {
+            assert!(out.len() >= flows.len(), "out shorter than keys");
+            let mut keys = [Key::default(); GROUP];
+            for (fc, oc) in flows.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
+                for (k, f) in keys.iter_mut().zip(fc) {
+                    *k = f.key();
+                }
+                self.classify_burst(&keys[..fc.len()], oc);
+            }
+            return;
         }
+        self.cached(flows, out, cache);
+    }
+
+    /// The cache's lookups of `keys` (see the module doc), once
+    /// [`FlowCache::answers`] said it takes them.
+    #[inline(always)]
+    fn cached<'a, K: Cached>(
+        &'a self,
+        keys: &[K],
+        out: &mut [Option<&'a RuleEntry>],
+        cache: &mut FlowCache,
+    ) {
         assert!(out.len() >= keys.len(), "out shorter than keys");
-        if cache.narrow.sets.is_empty() {
-            cache.allocate();
-        }
         let uid = self.uid();
         for (kc, oc) in keys.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
-            // Each key's set in its family's table, asked for. Its words are
-            // made again where they are needed: keeping them in scratch
-            // arrays was faster in-process but not in the forwarding loop
-            // (x0.979, `bench-results/acl_flow_cache.md`).
+            // Each key's set in its family's table, asked for; an IPv4
+            // key's words (bit `i` of `fits`) kept for its probe and insert.
+            // (A wide key's words, 48 bytes, are made again where needed.)
             let mut set = [0usize; GROUP];
-            for (s, k) in set.iter_mut().zip(kc) {
-                *s = if Narrow::fits(k) {
-                    cache.narrow.find_set(&Narrow::of(k))
-                } else {
-                    cache.wide.find_set(&Wide::of(k))
+            let mut narrow = [Narrow::ZERO; GROUP];
+            let mut fits = 0u32;
+            for (i, k) in kc.iter().enumerate() {
+                set[i] = match k.narrow() {
+                    Some(w) => {
+                        narrow[i] = w;
+                        fits |= 1 << i;
+                        cache.narrow.find_set(&w)
+                    }
+                    None => cache.wide.find_set(&k.wide()),
                 };
             }
             let mut at = [0u8; GROUP];
             cache.missed.clear();
             for (i, k) in kc.iter().enumerate() {
-                let code = if Narrow::fits(k) {
-                    cache.narrow.probe(set[i], &Narrow::of(k), uid)
+                let code = if fits >> i & 1 != 0 {
+                    cache.narrow.probe(set[i], &narrow[i], uid)
                 } else {
-                    cache.wide.probe(set[i], &Wide::of(k), uid)
+                    cache.wide.probe(set[i], &k.wide(), uid)
                 };
                 match code {
                     Some(code) => oc[i] = self.coded_entry(code),
                     None => {
                         at[cache.missed.len()] = i as u8;
-                        cache.missed.push(*k);
+                        cache.missed.push(k.key());
                     }
                 }
             }
@@ -434,16 +577,16 @@ impl Classifier {
             let mut found = [None; GROUP];
             let mut codes = [CODE_NONE; GROUP];
             self.classify_burst_coded(&cache.missed, &mut found[..n], &mut codes[..n]);
-            for (j, k) in cache.missed.iter().enumerate() {
+            for j in 0..n {
                 let i = usize::from(at[j]);
                 oc[i] = found[j];
                 if codes[j] == CODE_OVERLAY {
                     continue;
                 }
-                if Narrow::fits(k) {
-                    cache.narrow.insert(set[i], Narrow::of(k), uid, codes[j]);
+                if fits >> i & 1 != 0 {
+                    cache.narrow.insert(set[i], narrow[i], uid, codes[j]);
                 } else {
-                    cache.wide.insert(set[i], Wide::of(k), uid, codes[j]);
+                    cache.wide.insert(set[i], kc[i].wide(), uid, codes[j]);
                 }
             }
         }

@@ -20,7 +20,15 @@ fn same(a: Option<&RuleEntry>, b: Option<&RuleEntry>) -> bool {
 }
 
 /// `keys` through `cache` and straight through `c`; every answer the same.
-fn check_burst(c: &Classifier, cache: &mut FlowCache, keys: &[Key]) -> Result<(), TestCaseError> {
+/// With `packed`, then the IPv4 keys among them as [`Flow4`]s through
+/// [`Classifier::classify_burst_cached4`] and the same cache (which the
+/// first pass filled), the same answers again.
+fn check_burst(
+    c: &Classifier,
+    cache: &mut FlowCache,
+    keys: &[Key],
+    packed: bool,
+) -> Result<(), TestCaseError> {
     let mut direct = vec![None; keys.len()];
     c.classify_burst(keys, &mut direct);
     let mut cached = vec![None; keys.len()];
@@ -32,6 +40,25 @@ fn check_burst(c: &Classifier, cache: &mut FlowCache, keys: &[Key]) -> Result<()
             keys[i],
             a.map(|e| e.id()),
             b.map(|e| e.id())
+        );
+    }
+    if !packed {
+        return Ok(());
+    }
+    let (flows, at): (Vec<Flow4>, Vec<usize>) = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| Flow4::of(k).map(|f| (f, i)))
+        .unzip();
+    let mut cached = vec![None; flows.len()];
+    c.classify_burst_cached4(&flows, &mut cached, cache);
+    for (a, &i) in cached.iter().zip(&at) {
+        prop_assert!(
+            same(*a, direct[i]),
+            "key {:?} packed: cached {:?}, classifier {:?}",
+            keys[i],
+            a.map(|e| e.id()),
+            direct[i].map(|e| e.id())
         );
     }
     Ok(())
@@ -49,15 +76,15 @@ fn check_all(
 ) -> Result<(), TestCaseError> {
     for b in bursts {
         let keys: Vec<Key> = b.iter().map(|&i| pool[i % pool.len()]).collect();
-        check_burst(c, cache, &keys)?;
+        check_burst(c, cache, &keys, true)?;
     }
     let (mut found, mut code) = ([None], [0u32]);
     c.classify_burst_coded(&pool[..1], &mut found, &mut code);
     // (Not while it stands aside for traffic it kept missing.)
     let aside = cache.aside > 0;
-    check_burst(c, cache, &pool[..1])?;
+    check_burst(c, cache, &pool[..1], false)?;
     let hits = cache.hits;
-    check_burst(c, cache, &pool[..1])?;
+    check_burst(c, cache, &pool[..1], false)?;
     let kept = entries != 0 && code[0] != CODE_OVERLAY && !aside;
     prop_assert_eq!(cache.hits, hits + u64::from(kept));
     Ok(())
@@ -244,8 +271,14 @@ fn traffic_it_keeps_missing_goes_straight_to_the_classifier_for_a_while() {
     c.classify_burst_cached(&again, &mut out, &mut cache);
     assert_eq!(cache.take_counts(), (0, 2 * GROUP as u64));
     assert!(out.iter().all(|m| m.is_some_and(|e| e.id() == 1)));
+    // The same keys packed: straight to the classifier too, and answered.
+    let packed: Vec<Flow4> = again.iter().filter_map(Flow4::of).collect();
+    out = [None; GROUP];
+    c.classify_burst_cached4(&packed, &mut out, &mut cache);
+    assert_eq!(cache.take_counts(), (0, GROUP as u64));
+    assert!(out.iter().all(|m| m.is_some_and(|e| e.id() == 1)));
     // Until its turn is over: then a repeated key is kept and found again.
-    for _ in 2..ASIDE {
+    for _ in 3..ASIDE {
         c.classify_burst_cached(&again, &mut out, &mut cache);
     }
     let _ = cache.take_counts();
@@ -473,4 +506,33 @@ fn an_ipv4_set_keeps_four_flows_and_drops_the_oldest() {
     assert_eq!(ask(&[k(4)], &mut cache), (0, 1));
     assert_eq!(ask(&[k(1), k(2), k(3), k(4)], &mut cache), (4, 0));
     assert_eq!(ask(&[k(0)], &mut cache), (0, 1));
+}
+
+proptest! {
+    /// A key packed as a [`Flow4`] is the key again, for every IPv4 key
+    /// whose addresses fit; no other key packs.
+    #[test]
+    fn a_packed_ipv4_key_is_the_key_again(k in key()) {
+        let fits = !k.is_v6 && (k.src | k.dst) >> 32 == 0;
+        prop_assert_eq!(Flow4::of(&k).map(|f| f.key()), fits.then_some(k));
+    }
+}
+
+/// An IPv4 key with bits above either address (no parser makes one, but a
+/// `Key` can hold it) does not pack: its words would lose them.
+#[test]
+fn an_ipv4_key_with_bits_above_its_addresses_does_not_pack() {
+    let k = Key {
+        src: 0x0a00_0001,
+        dst: 0x0a00_0002,
+        proto: 17,
+        sport: 1,
+        dport: 2,
+        ..Key::default()
+    };
+    assert_eq!(Flow4::of(&k).map(|f| f.key()), Some(k));
+    for (src, dst) in [(1u128 << 32 | 1, 2), (1, 1u128 << 100 | 2)] {
+        assert!(Flow4::of(&Key { src, dst, ..k }).is_none());
+    }
+    assert!(Flow4::of(&Key { is_v6: true, ..k }).is_none());
 }

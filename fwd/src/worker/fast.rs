@@ -16,14 +16,17 @@
 //!    upper-layer protocol: ICMP, ESP, GRE...), leave multicast, and list
 //!    the rest by family with their destinations; while rules are loaded,
 //!    the classifier's key of each, read from the frame at its fixed
-//!    offsets. The rest of the path reads the frame at its fixed offsets
-//!    too (no [`pkt::Parsed`]), and an ECMP group's flow hash reads the
-//!    tuple from the frame's words when asked;
+//!    offsets (an IPv4 key packed as the flow cache keeps it,
+//!    [`acl::Flow4`]). The rest of the path reads the frame at its fixed
+//!    offsets too (no [`pkt::Parsed`]), and an ECMP group's flow hash
+//!    reads the tuple from the frame's words when asked;
 //! 2. while rules are loaded, one
+//!    [`Classifier::classify_burst_cached4`](crate::acl::Classifier::classify_burst_cached4)
+//!    of the IPv4 keys and one
 //!    [`Classifier::classify_burst_cached`](crate::acl::Classifier::classify_burst_cached)
-//!    (through the worker's flow cache, [`crate::acl::FlowCache`]): a
-//!    packet goes on only if its first match merely permits
-//!    ([`RuleEntry::only_permits`]) or nothing matches;
+//!    of the IPv6 ones (through the worker's flow cache,
+//!    [`crate::acl::FlowCache`]): a packet goes on only if its first match
+//!    merely permits ([`RuleEntry::only_permits`]) or nothing matches;
 //! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst)
 //!    and one `lookup6_burst`;
 //! 4. per family, the plain frame's rewrite ([`pkt::forward_plain_v4`]:
@@ -37,7 +40,7 @@
 //! same rewrite and `Tx` verdict (a property test runs both on the same
 //! bursts).
 
-use crate::acl::{CounterWriter, RuleEntry, Slot};
+use crate::acl::{self, CounterWriter, RuleEntry, Slot};
 use crate::dpdk::mbuf::BURST;
 use crate::pkt;
 use crate::route::Resolved;
@@ -132,13 +135,18 @@ impl Pipeline<'_> {
         // match, or no rules).
         let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
         if RULES && n4 + n6 > 0 {
-            let m = n4 + n6;
             let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
-            t.acl
-                .classify_burst_cached(&s.keys[..m], &mut found[..m], &mut s.flows);
-            let (f4, f6) = found[..m].split_at(n4);
+            let (f4, f6) = found.split_at_mut(n4);
+            if n4 > 0 {
+                t.acl
+                    .classify_burst_cached4(&s.flows4[..n4], f4, &mut s.flows);
+            }
+            if n6 > 0 {
+                t.acl
+                    .classify_burst_cached(&s.keys[..n6], &mut f6[..n6], &mut s.flows);
+            }
             n4 = keep_permitted(&mut s.v4_idx, &mut s.v4_dst, f4, &mut rule);
-            n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, f6, &mut rule);
+            n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, &f6[..n6], &mut rule);
         }
         if CUTOFF == Cutoff::Classify {
             return self.cut(s, listed(s, n4, n6), rest);
@@ -488,8 +496,8 @@ fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
 
 /// Step 1: lists the plain unicast frames by family (index and
 /// destination) and, when `RULES` (rules are loaded), writes the key of
-/// each (received on `port`) to `s.keys`: the IPv4 candidates' first, in
-/// their list's order, then the IPv6 ones'. Multicast, broadcast and
+/// each (received on `port`) in its list's order: the IPv4 candidates'
+/// packed to `s.flows4`, the IPv6 ones' to `s.keys`. Multicast, broadcast and
 /// link-local IPv6 destinations, and ICMPv6 neighbour discovery, are the
 /// general stages'.
 #[inline(always)]
@@ -508,8 +516,13 @@ fn recognise<P: Packets, const RULES: bool>(
             let dst = h.dst();
             if !is_multicast_v4(dst) {
                 if RULES {
-                    // Only the key's fields of the parse are computed.
-                    s.keys[n4] = key_of(&h.parsed(), port);
+                    // Only the key's fields of the parse are computed, and
+                    // packed as the flow cache keeps them (always an IPv4
+                    // key: `of` is never None here).
+                    let Some(f) = acl::Flow4::of(&key_of(&h.parsed(), port)) else {
+                        continue;
+                    };
+                    s.flows4[n4] = f;
                 }
                 s.v4_idx[n4] = i as u8;
                 s.v4_dst[n4] = dst;
@@ -522,19 +535,13 @@ fn recognise<P: Packets, const RULES: bool>(
             let nd = h.icmp_type().is_some_and(|t| local::is_nd_type(t.into()));
             if !is_multicast_v6(dst) && !is_link_local_v6(dst) && !nd {
                 if RULES {
-                    // From the end, backwards: the IPv4 keys fill the front.
-                    s.keys[BURST - 1 - n6] = key_of(&h.parsed(), port);
+                    s.keys[n6] = key_of(&h.parsed(), port);
                 }
                 s.v6_idx[n6] = i as u8;
                 s.v6_dst[n6] = dst;
                 n6 += 1;
             }
         }
-    }
-    if RULES && n6 > 0 {
-        // The IPv6 keys in list order, after the IPv4 ones.
-        s.keys[BURST - n6..].reverse();
-        s.keys.copy_within(BURST - n6.., n4);
     }
     (n4, n6)
 }

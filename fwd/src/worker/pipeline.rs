@@ -26,7 +26,7 @@
 
 use std::net::IpAddr;
 
-use crate::acl::{self, CounterWriter, FlowCache, Key, RuleEntry, VLAN_NONE};
+use crate::acl::{self, CounterWriter, Flow4, FlowCache, Key, RuleEntry, VLAN_NONE};
 use crate::dpdk::mbuf::BURST;
 use crate::pkt::{self, IcmpError, L3Kind, NeighMsg, Parsed};
 use crate::route::Resolved;
@@ -119,6 +119,9 @@ pub struct Scratch {
     pub learned: [(u8, NeighMsg); BURST],
     pub n_learned: usize,
     pub(super) keys: [Key; BURST],
+    /// The fast path's IPv4 keys, packed as the flow cache keeps them
+    /// (its IPv6 ones are in `keys`).
+    pub(super) flows4: [Flow4; BURST],
     pub(super) key_idx: [u8; BURST],
     pub(super) v4_idx: [u8; BURST],
     pub(super) v4_dst: [u32; BURST],
@@ -145,6 +148,7 @@ impl Default for Scratch {
             learned: [(0, none); BURST],
             n_learned: 0,
             keys: [Key::default(); BURST],
+            flows4: [Flow4::default(); BURST],
             key_idx: [0; BURST],
             v4_idx: [0; BURST],
             v4_dst: [0; BURST],
