@@ -5,7 +5,8 @@
 //! the common-case recognisers (`parse_plain_v4`, `parse_plain_v6`), and the worker's whole fast path
 //! (`Pipeline::fast`: recognise, one batched lookup in a 1000-route table, rewrite;
 //! IPv4 and IPv6; the routes via one next hop, via 16 in turn, and ECMP;
-//! and IPv4 with 10,000 rules loaded, answered by the worker's flow cache)
+//! and IPv4 and IPv6 with 10,000 rules loaded, answered by the worker's
+//! flow cache; UDP, TCP, ESP and ICMP echo through the whole pipeline)
 //! over plain byte frames.
 //!
 //! Usage: `bench_pkt [BLOCKS]` (default 2000); `BENCH_PKT_ONLY=<text>` runs
@@ -310,41 +311,48 @@ fn main() {
         });
     }
     // A firewall's case: 10,000 rules loaded (every one a permit, as the
-    // loaded forwarding recipe's), the keys answered by the worker's flow
-    // cache (the same 32 flows each burst: all hits once warm).
-    {
-        let tables = fast_path::tables(false, Via::Turns(1), 10_000);
-        let routed = fast_path::burst_of(false, "udp");
+    // loaded forwarding recipe's; IPv4 rules, so an IPv6 packet's first
+    // match is the final permit of everything), the keys answered by the
+    // worker's flow cache (the same 32 flows each burst: all hits once
+    // warm).
+    for v6 in [false, true] {
+        let tables = fast_path::tables(v6, Via::Turns(1), 10_000);
+        let routed = fast_path::burst_of(v6, "udp");
         let mut scratch = Scratch::default();
         let slots = fwd::acl::Config::default().capacity as usize;
         let (_, mut writers) = fwd::acl::CounterSet::new(1, slots);
-        run(
-            "worker fast path, 10k rules via the flow cache (udp4, 1000 routes)",
-            &routed,
-            blocks,
-            |b| {
-                let mut frames = fast_path::Frames(b);
-                let mut tally = Tally::default();
-                let left = fast_path::pipe(&tables).fast(
-                    &mut frames,
-                    &mut scratch,
-                    &mut tally,
-                    &mut writers[0],
-                    Clock::default(),
-                );
-                assert_eq!(left.rest, 0, "every packet takes the fast path");
-                tally.rx_bytes
-            },
-        );
+        let name = if v6 {
+            "worker fast path, 10k rules via the flow cache (udp6, 1000 /64 routes)"
+        } else {
+            "worker fast path, 10k rules via the flow cache (udp4, 1000 routes)"
+        };
+        run(name, &routed, blocks, |b| {
+            let mut frames = fast_path::Frames(b);
+            let mut tally = Tally::default();
+            let left = fast_path::pipe(&tables).fast(
+                &mut frames,
+                &mut scratch,
+                &mut tally,
+                &mut writers[0],
+                Clock::default(),
+            );
+            assert_eq!(left.rest, 0, "every packet takes the fast path");
+            tally.rx_bytes
+        });
     }
-    // Transit traffic other than UDP and TCP: IPsec (ESP) and ICMP echo to
-    // the same routes, through the whole pipeline (the general stages took
-    // them until e378291, the fast path since).
+    // Transit traffic through the whole pipeline (`Pipeline::run`, the
+    // worker's call): IPsec (ESP) and ICMP echo (the general stages took
+    // them until e378291, the fast path since), and TCP (ACK segments) and
+    // UDP beside them to the same routes.
     for (v6, proto) in [
         (false, "esp"),
         (true, "esp"),
         (false, "icmp"),
         (true, "icmp"),
+        (false, "tcp"),
+        (true, "tcp"),
+        (false, "udp"),
+        (true, "udp"),
     ] {
         let tables = fast_path::tables(v6, Via::Turns(1), 0);
         let frames = fast_path::burst_of(v6, proto);
@@ -541,8 +549,9 @@ mod fast_path {
     }
 
     /// 32 frames from the in port's subnet to 32 of the routes, each with
-    /// a flow of its own: UDP (`"udp"`), ESP (`"esp"`: protocol 50, 26
-    /// bytes of payload) or ICMP echo requests (`"icmp"`).
+    /// a flow of its own: UDP (`"udp"`), TCP ACK segments (`"tcp"`), ESP
+    /// (`"esp"`: protocol 50, 26 bytes of payload) or ICMP echo requests
+    /// (`"icmp"`).
     pub fn burst_of(v6: bool, proto: &str) -> Vec<Vec<u8>> {
         let spec = build::FrameSpec {
             ttl: 255,
@@ -559,6 +568,7 @@ mod fast_path {
                     let dst = Ipv6Addr::from(net6(i * 31) | 1);
                     match proto {
                         "udp" => build::udp6(&spec, src, dst, sport, 80, payload),
+                        "tcp" => build::tcp6(&spec, src, dst, sport, 80, 0x10, &payload[..6]),
                         "esp" => build::ipv6(&spec, src, dst, 50, &[i as u8; 26]),
                         _ => build::icmp6_echo(&spec, src, dst, 7, id, payload),
                     }
@@ -567,6 +577,7 @@ mod fast_path {
                     let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
                     match proto {
                         "udp" => build::udp4(&spec, src, dst, sport, 80, payload),
+                        "tcp" => build::tcp4(&spec, src, dst, sport, 80, 0x10, &payload[..6]),
                         "esp" => build::ipv4(&spec, src, dst, 50, &[i as u8; 26]),
                         _ => build::icmp4_echo(&spec, src, dst, 7, id, payload),
                     }
