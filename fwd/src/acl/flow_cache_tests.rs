@@ -21,8 +21,9 @@ fn same(a: Option<&RuleEntry>, b: Option<&RuleEntry>) -> bool {
 
 /// `keys` through `cache` and straight through `c`; every answer the same.
 /// With `packed`, then the IPv4 keys among them as [`Flow4`]s through
-/// [`Classifier::classify_burst_cached4`] and the same cache (which the
-/// first pass filled), the same answers again.
+/// [`Classifier::classify_burst_cached4`] and the others as [`Flow6`]s
+/// through [`Classifier::classify_burst_cached6`], the same cache (which
+/// the first pass filled): the same answers again.
 fn check_burst(
     c: &Classifier,
     cache: &mut FlowCache,
@@ -52,7 +53,15 @@ fn check_burst(
         .unzip();
     let mut cached = vec![None; flows.len()];
     c.classify_burst_cached4(&flows, &mut cached, cache);
-    for (a, &i) in cached.iter().zip(&at) {
+    let (flows6, at6): (Vec<Flow6>, Vec<usize>) = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| Flow6::of(k).map(|f| (f, i)))
+        .unzip();
+    prop_assert_eq!(flows.len() + flows6.len(), keys.len());
+    let mut cached6 = vec![None; flows6.len()];
+    c.classify_burst_cached6(&flows6, &mut cached6, cache);
+    for (a, &i) in cached.iter().zip(&at).chain(cached6.iter().zip(&at6)) {
         prop_assert!(
             same(*a, direct[i]),
             "key {:?} packed: cached {:?}, classifier {:?}",
@@ -271,14 +280,23 @@ fn traffic_it_keeps_missing_goes_straight_to_the_classifier_for_a_while() {
     c.classify_burst_cached(&again, &mut out, &mut cache);
     assert_eq!(cache.take_counts(), (0, 2 * GROUP as u64));
     assert!(out.iter().all(|m| m.is_some_and(|e| e.id() == 1)));
-    // The same keys packed: straight to the classifier too, and answered.
+    // The same keys packed, and as the other table's: straight to the
+    // classifier too, and answered.
     let packed: Vec<Flow4> = again.iter().filter_map(Flow4::of).collect();
     out = [None; GROUP];
     c.classify_burst_cached4(&packed, &mut out, &mut cache);
     assert_eq!(cache.take_counts(), (0, GROUP as u64));
     assert!(out.iter().all(|m| m.is_some_and(|e| e.id() == 1)));
+    let wide: Vec<Flow6> = again
+        .iter()
+        .filter_map(|k| Flow6::of(&Key { is_v6: true, ..*k }))
+        .collect();
+    out = [None; GROUP];
+    c.classify_burst_cached6(&wide, &mut out, &mut cache);
+    assert_eq!(cache.take_counts(), (0, GROUP as u64));
+    assert!(out.iter().all(|m| m.is_some_and(|e| e.id() == 1)));
     // Until its turn is over: then a repeated key is kept and found again.
-    for _ in 3..ASIDE {
+    for _ in 4..ASIDE {
         c.classify_burst_cached(&again, &mut out, &mut cache);
     }
     let _ = cache.take_counts();
@@ -510,16 +528,18 @@ fn an_ipv4_set_keeps_four_flows_and_drops_the_oldest() {
 
 proptest! {
     /// A key packed as a [`Flow4`] is the key again, for every IPv4 key
-    /// whose addresses fit; no other key packs.
+    /// whose addresses fit; every other key is a [`Flow6`], the key again.
     #[test]
-    fn a_packed_ipv4_key_is_the_key_again(k in key()) {
+    fn a_key_in_the_cache_form_is_the_key_again(k in key()) {
         let fits = !k.is_v6 && (k.src | k.dst) >> 32 == 0;
         prop_assert_eq!(Flow4::of(&k).map(|f| f.key()), fits.then_some(k));
+        prop_assert_eq!(Flow6::of(&k).map(|f| f.key()), (!fits).then_some(k));
     }
 }
 
 /// An IPv4 key with bits above either address (no parser makes one, but a
-/// `Key` can hold it) does not pack: its words would lose them.
+/// `Key` can hold it) does not pack: its words would lose them; it is kept
+/// in the other table's form.
 #[test]
 fn an_ipv4_key_with_bits_above_its_addresses_does_not_pack() {
     let k = Key {
@@ -531,8 +551,11 @@ fn an_ipv4_key_with_bits_above_its_addresses_does_not_pack() {
         ..Key::default()
     };
     assert_eq!(Flow4::of(&k).map(|f| f.key()), Some(k));
+    assert!(Flow6::of(&k).is_none());
     for (src, dst) in [(1u128 << 32 | 1, 2), (1, 1u128 << 100 | 2)] {
-        assert!(Flow4::of(&Key { src, dst, ..k }).is_none());
+        let odd = Key { src, dst, ..k };
+        assert!(Flow4::of(&odd).is_none());
+        assert_eq!(Flow6::of(&odd).map(|f| f.key()), Some(odd));
     }
     assert!(Flow4::of(&Key { is_v6: true, ..k }).is_none());
 }

@@ -167,7 +167,7 @@ pub use classifier::{
     Rebuilt, Update, UpdateError,
 };
 pub use counters::{CounterSet, CounterWriter, RuleStats};
-pub use flow_cache::{Flow4, FlowCache};
+pub use flow_cache::{Flow4, Flow6, FlowCache};
 pub use reference::{effective, first_match, Linear};
 pub use rule::{
     order_key, validate_actions, Action, Family, IpPrefix, Key, Masked16, Masked8, PoliceRate,

@@ -16,14 +16,14 @@
 //!    upper-layer protocol: ICMP, ESP, GRE...), leave multicast, and list
 //!    the rest by family with their destinations; while rules are loaded,
 //!    the classifier's key of each, read from the frame at its fixed
-//!    offsets (an IPv4 key packed as the flow cache keeps it,
-//!    [`acl::Flow4`]). The rest of the path reads the frame at its fixed
+//!    offsets, in the form the flow cache keeps it ([`acl::Flow4`],
+//!    [`acl::Flow6`]). The rest of the path reads the frame at its fixed
 //!    offsets too (no [`pkt::Parsed`]), and an ECMP group's flow hash
 //!    reads the tuple from the frame's words when asked;
 //! 2. while rules are loaded, one
 //!    [`Classifier::classify_burst_cached4`](crate::acl::Classifier::classify_burst_cached4)
 //!    of the IPv4 keys and one
-//!    [`Classifier::classify_burst_cached`](crate::acl::Classifier::classify_burst_cached)
+//!    [`Classifier::classify_burst_cached6`](crate::acl::Classifier::classify_burst_cached6)
 //!    of the IPv6 ones (through the worker's flow cache,
 //!    [`crate::acl::FlowCache`]): a packet goes on only if its first match
 //!    merely permits ([`RuleEntry::only_permits`]) or nothing matches;
@@ -143,7 +143,7 @@ impl Pipeline<'_> {
             }
             if n6 > 0 {
                 t.acl
-                    .classify_burst_cached(&s.keys[..n6], &mut f6[..n6], &mut s.flows);
+                    .classify_burst_cached6(&s.flows6[..n6], &mut f6[..n6], &mut s.flows);
             }
             n4 = keep_permitted(&mut s.v4_idx, &mut s.v4_dst, f4, &mut rule);
             n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, &f6[..n6], &mut rule);
@@ -496,8 +496,9 @@ fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
 
 /// Step 1: lists the plain unicast frames by family (index and
 /// destination) and, when `RULES` (rules are loaded), writes the key of
-/// each (received on `port`) in its list's order: the IPv4 candidates'
-/// packed to `s.flows4`, the IPv6 ones' to `s.keys`. Multicast, broadcast and
+/// each (received on `port`) in its list's order and the flow cache's
+/// form: the IPv4 candidates' to `s.flows4`, the IPv6 ones' to
+/// `s.flows6`. Multicast, broadcast and
 /// link-local IPv6 destinations, and ICMPv6 neighbour discovery, are the
 /// general stages'.
 #[inline(always)]
@@ -535,7 +536,12 @@ fn recognise<P: Packets, const RULES: bool>(
             let nd = h.icmp_type().is_some_and(|t| local::is_nd_type(t.into()));
             if !is_multicast_v6(dst) && !is_link_local_v6(dst) && !nd {
                 if RULES {
-                    s.keys[n6] = key_of(&h.parsed(), port);
+                    // In the flow cache's form (never None for an IPv6
+                    // key).
+                    let Some(f) = acl::Flow6::of(&key_of(&h.parsed(), port)) else {
+                        continue;
+                    };
+                    s.flows6[n6] = f;
                 }
                 s.v6_idx[n6] = i as u8;
                 s.v6_dst[n6] = dst;

@@ -26,7 +26,7 @@
 
 use std::net::IpAddr;
 
-use crate::acl::{self, CounterWriter, Flow4, FlowCache, Key, RuleEntry, VLAN_NONE};
+use crate::acl::{self, CounterWriter, Flow4, Flow6, FlowCache, Key, RuleEntry, VLAN_NONE};
 use crate::dpdk::mbuf::BURST;
 use crate::pkt::{self, IcmpError, L3Kind, NeighMsg, Parsed};
 use crate::route::Resolved;
@@ -119,9 +119,9 @@ pub struct Scratch {
     pub learned: [(u8, NeighMsg); BURST],
     pub n_learned: usize,
     pub(super) keys: [Key; BURST],
-    /// The fast path's IPv4 keys, packed as the flow cache keeps them
-    /// (its IPv6 ones are in `keys`).
+    /// The fast path's keys in the flow cache's form: IPv4, IPv6.
     pub(super) flows4: [Flow4; BURST],
+    pub(super) flows6: [Flow6; BURST],
     pub(super) key_idx: [u8; BURST],
     pub(super) v4_idx: [u8; BURST],
     pub(super) v4_dst: [u32; BURST],
@@ -149,6 +149,7 @@ impl Default for Scratch {
             n_learned: 0,
             keys: [Key::default(); BURST],
             flows4: [Flow4::default(); BURST],
+            flows6: [Flow6::default(); BURST],
             key_idx: [0; BURST],
             v4_idx: [0; BURST],
             v4_dst: [0; BURST],
