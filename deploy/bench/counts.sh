@@ -14,8 +14,8 @@
 #     routes via one next hop, via 16 in turn, and each ECMP over 4; and
 #     an ESP packet through the whole pipeline (bench_pkt's "worker
 #     pipeline" case: the fast path takes it since e378291); and an IPv4
-#     packet with 10,000 rules loaded, its key answered by the worker's
-#     flow cache. bench_pkt runs a tenth more blocks than asked (its
+#     and an IPv6 packet with 10,000 rules loaded, its key answered by the
+#     worker's flow cache. bench_pkt runs a tenth more blocks than asked (its
 #     warm-up): 20 blocks are 22 x 200 x 32 packets (until 2026-12-06 this
 #     script divided by 20, so its earlier fast path columns are 1.1x the
 #     instructions of a packet);
@@ -87,7 +87,8 @@ row() {
         "worker fast path, 16 next hops (udp4" "worker fast path, 16 next hops (udp6" \
         "worker fast path, ECMP over 4 next hops (udp4" "worker fast path, ECMP over 4 next hops (udp6" \
         "worker pipeline, esp (ip4" "worker pipeline, esp (ip6" \
-        "worker fast path, 10k rules via the flow cache (udp4"; do
+        "worker fast path, 10k rules via the flow cache (udp4" \
+        "worker fast path, 10k rules via the flow cache (udp6"; do
         k=$((k + 1))
         c10="$(BENCH_PKT_ONLY="$case" count "pkt0-$k" "$bp" 0)"
         c20="$(BENCH_PKT_ONLY="$case" count "pkt20-$k" "$bp" 20)"
@@ -119,8 +120,8 @@ this="$(commit_id)"
     echo "- commit $this; command: \`deploy/bench/counts.sh${BASE:+ $BASE}\`"
     echo "- $(rustc --version); $(valgrind --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
     echo
-    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet | the same via 16 next hops in turn: IPv4 | IPv6 | every route ECMP over 4 next hops: IPv4 | IPv6 | ESP through the pipeline: IPv4 | IPv6 | 10k rules via the flow cache: IPv4 | acl1_10k, a lookup | acl2_10k, a lookup |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| build | IPv4 view, instructions a route | IPv6 view, a route | one-change version | fast path, an IPv4 packet | an IPv6 packet | the same via 16 next hops in turn: IPv4 | IPv6 | every route ECMP over 4 next hops: IPv4 | IPv6 | ESP through the pipeline: IPv4 | IPv6 | 10k rules via the flow cache: IPv4 | IPv6 | acl1_10k, a lookup | acl2_10k, a lookup |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row "$this" "$REL"
     [ -z "$BASE" ] || row "base: $BASE" "$BASE"
 } | append_results "$OUT"
