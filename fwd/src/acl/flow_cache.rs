@@ -28,7 +28,8 @@
 //! A miss costs the classifier's lookup plus the hash, the probe and the
 //! insert (+11 ns a lookup in the benchmark). When fewer than one lookup in
 //! [`POOR`] hit over a window of [`WINDOW`], as with many short flows or a
-//! scan, the cache stands aside for [`ASIDE`] calls (bursts) and then tries
+//! scan, the cache stands aside for [`ASIDE`] calls (a burst makes one a
+//! family: IPv4 keys, then the others, in the fast path) and then tries
 //! again: such traffic pays about a tenth of that. Keys that hash alike
 //! (chosen by an attacker, or just many flows) only evict each other, and
 //! then the cache stands aside the same way.
@@ -49,7 +50,8 @@ const WINDOW: u32 = 4096;
 /// aside ...
 const POOR: u32 = 8;
 
-/// ... for this many calls (bursts), then tries again for a window.
+/// ... for this many calls (a burst's, one a family), then tries again
+/// for a window.
 const ASIDE: u32 = 2048;
 
 /// A key in the form a family's table keeps it: every field of it,
