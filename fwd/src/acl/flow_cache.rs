@@ -627,7 +627,8 @@ impl Classifier {
         for (kc, oc) in keys.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
             // Each key's set in its family's table, asked for; an IPv4
             // key's words (bit `i` of `fits`) kept for its probe and insert.
-            // (A wide key's words, 48 bytes, are made again where needed.)
+            // (A wide key's words, 48 bytes, are taken again where needed:
+            // a `Flow6` holds them, a `Key` makes them again.)
             let mut set = [0usize; GROUP];
             let mut narrow = [Narrow::ZERO; GROUP];
             let mut fits = 0u32;
