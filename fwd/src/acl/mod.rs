@@ -45,6 +45,9 @@
 //!   worker's own [`FlowCache`] (an exact-match cache of recent keys,
 //!   valid only for the version that filled it); the cache is the one
 //!   thing a lookup writes, and only its owner ever touches it.
+//!   [`Classifier::classify_burst_cached4`] and
+//!   [`Classifier::classify_burst_cached6`] take keys already in the
+//!   cache's form ([`Flow4`], [`Flow6`]), as the fast path writes them.
 //! * **Counters** ([`CounterSet`], [`CounterWriter`]): per worker, per slot,
 //!   single writer, summed on read; `last_used` stored at most once per tick.
 //!   Slots of deleted rules ([`Applied::retired_slots`]) are reused only after
