@@ -66,7 +66,7 @@ trait Words: Copy + Eq {
 const M: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// A wide key (IPv6, or IPv4 with bits above the address) as three words.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 struct Wide {
     src: u128,
     dst: u128,
@@ -110,7 +110,7 @@ impl Words for Wide {
 /// packed in 20 bytes: both addresses; ports, protocol, DSCP and ingress
 /// port; VLAN and TCP flags. (Packed to 4 bytes so that an entry's code
 /// takes the last 4 of its 24.)
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 #[repr(C, packed(4))]
 struct Narrow {
     addrs: u64,
@@ -399,7 +399,7 @@ impl FlowCache {
 /// plain IPv4 frame, instead of a whole 48-byte [`Key`] that the cache
 /// would pack again (an IPv4 packet with rules loaded: 380.6 -> 343.9
 /// instructions in `bench_pkt`, `bench-results/acl_flow_cache.md`).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct Flow4(Narrow);
 
 impl Flow4 {
@@ -429,12 +429,6 @@ impl Flow4 {
     }
 }
 
-impl Default for Flow4 {
-    fn default() -> Self {
-        Flow4(Narrow::ZERO)
-    }
-}
-
 impl std::fmt::Debug for Flow4 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Flow4").field(&self.key()).finish()
@@ -445,7 +439,7 @@ impl std::fmt::Debug for Flow4 {
 /// what the fast path hands [`Classifier::classify_burst_cached6`] for a
 /// plain IPv6 frame, its words made once, where a [`Key`] is tested and
 /// made into them for the hash and again for the probe.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct Flow6(Wide);
 
 impl Flow6 {
@@ -473,12 +467,6 @@ impl Flow6 {
             dscp: (lo >> 40) as u8,
             tcp_flags: (hi >> 32) as u16,
         }
-    }
-}
-
-impl Default for Flow6 {
-    fn default() -> Self {
-        Flow6(Wide::ZERO)
     }
 }
 
