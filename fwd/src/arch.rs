@@ -68,6 +68,8 @@ pub fn lt_mask16(words: &[u32; 16], v: i32) -> u32 {
 pub trait Simd: Copy {
     /// [`lt_mask16`]'s mask.
     fn lt_mask16(self, words: &[u32; 16], v: i32) -> u32;
+    /// [`above32`]'s mask.
+    fn above32(self, v: &[u32; 32], x: u32) -> u32;
 }
 
 /// The baseline: [`lt_mask16`] as four SSE2 compares.
@@ -78,6 +80,11 @@ impl Simd for Sse2 {
     #[inline(always)]
     fn lt_mask16(self, words: &[u32; 16], v: i32) -> u32 {
         lt_mask16(words, v)
+    }
+
+    #[inline(always)]
+    fn above32(self, v: &[u32; 32], x: u32) -> u32 {
+        above32(v, x)
     }
 }
 
@@ -144,6 +151,17 @@ impl Simd for Avx512 {
         #[cfg(not(target_arch = "x86_64"))]
         lt_mask_scalar(words, v)
     }
+
+    #[inline(always)]
+    fn above32(self, v: &[u32; 32], x: u32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Avx512` exists only where `detect` saw AVX-512F.
+        unsafe {
+            above32_avx512(v, x)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        above32_scalar(v, x)
+    }
 }
 
 /// Proof that the CPU has AVX2 with BMI1, BMI2, LZCNT and POPCNT (the
@@ -177,6 +195,17 @@ impl Simd for Avx2 {
         }
         #[cfg(not(target_arch = "x86_64"))]
         lt_mask_scalar(words, v)
+    }
+
+    #[inline(always)]
+    fn above32(self, v: &[u32; 32], x: u32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Avx2` exists only where `detect` saw AVX2.
+        unsafe {
+            above32_avx2(v, x)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        above32_scalar(v, x)
     }
 }
 
@@ -217,6 +246,88 @@ fn lt_mask16_avx512(words: &[u32; 16], v: i32) -> u32 {
             _mm512_set1_epi32(v),
         ))
     }
+}
+
+/// Bit `i` set iff `v[i] > x`, unsigned: of a burst chunk's 32 lanes,
+/// those whose value (the classifier's best match so far) is above `x`
+/// (a tree's first rule), without a branch a lane. As eight SSE2 compares
+/// of sign-flipped words and two byte masks; LLVM's own vectorisation of
+/// [`above32_scalar`] mixed three vector compares with a scalar compare,
+/// set and shift for each of the other lanes.
+#[inline(always)]
+pub fn above32(v: &[u32; 32], x: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86_64, so every intrinsic here is available.
+    // The eight unaligned 16-byte loads read `v[4k..4k + 4]` for k < 8:
+    // inside the 128-byte array `v` borrows.
+    unsafe {
+        use core::arch::x86_64::*;
+        let p = v.as_ptr().cast::<__m128i>();
+        let min = _mm_set1_epi32(i32::MIN);
+        let xx = _mm_set1_epi32((x ^ 0x8000_0000) as i32);
+        let gt = |k: usize| _mm_cmpgt_epi32(_mm_xor_si128(_mm_loadu_si128(p.add(k)), min), xx);
+        // Lanes of 0 or -1: saturating packs keep them, in order.
+        let half = |k: usize| {
+            let bytes = _mm_packs_epi16(
+                _mm_packs_epi32(gt(k), gt(k + 1)),
+                _mm_packs_epi32(gt(k + 2), gt(k + 3)),
+            );
+            _mm_movemask_epi8(bytes) as u32
+        };
+        half(0) | half(4) << 16
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    above32_scalar(v, x)
+}
+
+/// [`above32`] in AVX2: four 8-word compares of sign-flipped words.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn above32_avx2(v: &[u32; 32], x: u32) -> u32 {
+    use core::arch::x86_64::*;
+    // SAFETY: the four unaligned 32-byte loads read `v[8k..8k + 8]` for
+    // k < 4: inside the 128-byte array `v` borrows. AVX2 is enabled for
+    // this function.
+    unsafe {
+        let p = v.as_ptr().cast::<__m256i>();
+        let min = _mm256_set1_epi32(i32::MIN);
+        let xx = _mm256_set1_epi32((x ^ 0x8000_0000) as i32);
+        let mut mask = 0u32;
+        for k in 0..4 {
+            let gt = _mm256_cmpgt_epi32(_mm256_xor_si256(_mm256_loadu_si256(p.add(k)), min), xx);
+            mask |= (_mm256_movemask_ps(_mm256_castsi256_ps(gt)) as u32) << (8 * k);
+        }
+        mask
+    }
+}
+
+/// [`above32`] in AVX-512F: two unsigned compares into mask registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn above32_avx512(v: &[u32; 32], x: u32) -> u32 {
+    use core::arch::x86_64::*;
+    // SAFETY: the two unaligned 64-byte loads read `v[0..16]` and
+    // `v[16..32]`: inside the 128-byte array `v` borrows. AVX-512F is
+    // enabled for this function.
+    unsafe {
+        let p = v.as_ptr().cast::<__m512i>();
+        let xx = _mm512_set1_epi32(x as i32);
+        let lo = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(p), xx);
+        let hi = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(p.add(1)), xx);
+        u32::from(lo) | u32::from(hi) << 16
+    }
+}
+
+/// The reference for [`above32`].
+#[inline(always)]
+pub fn above32_scalar(v: &[u32; 32], x: u32) -> u32 {
+    let mut mask = 0u32;
+    for (i, &w) in v.iter().enumerate() {
+        mask |= u32::from(w > x) << i;
+    }
+    mask
 }
 
 /// Work to run with the best [`Simd`] the CPU has ([`dispatch`]).
@@ -442,6 +553,28 @@ mod tests {
                 }
                 if let Some(a) = avx2 {
                     prop_assert_eq!(a.lt_mask16(&words, v), want);
+                }
+            }
+        }
+
+        #[test]
+        fn above32_is_the_scalar_mask(
+            v in proptest::array::uniform32(any::<u32>()),
+            x in any::<u32>(),
+            pick in 0usize..32,
+        ) {
+            let (avx, avx2) = (Avx512::detect(), Avx2::detect());
+            // And at a value itself and its neighbours (ties, edges).
+            let w = v[pick];
+            for x in [x, w, w.wrapping_add(1), w.wrapping_sub(1), 0, u32::MAX, 1 << 31] {
+                let want = above32_scalar(&v, x);
+                prop_assert_eq!(above32(&v, x), want);
+                prop_assert_eq!(Sse2.above32(&v, x), want);
+                if let Some(a) = avx {
+                    prop_assert_eq!(a.above32(&v, x), want);
+                }
+                if let Some(a) = avx2 {
+                    prop_assert_eq!(a.above32(&v, x), want);
                 }
             }
         }

@@ -100,8 +100,14 @@ fn lookup_trees<const D: usize, L: Leaf<D>>(
 /// [`lookup_trees`] for the lanes `lanes` of a chunk at once: each tree is
 /// descended by every lane whose best so far its bound does not rule out
 /// ([`Tree::descend_burst`]), then their leaves are scanned. `pts[i]` is
-/// lane `i`'s point (of `keys[i]`); `best[i]` its best base index so far
-/// (`u32::MAX`: none).
+/// lane `i`'s point (of `keys[i]`); `best[i]` its best base index so far,
+/// `u32::MAX` (none) in every lane on entry.
+///
+/// Which lanes a tree's first rule could still improve is one mask
+/// ([`Simd::above32`]), not a branch a lane: once lanes had matched in
+/// earlier trees, that branch's way was random, and cachegrind's branch
+/// simulation counted it 0.9 of a lookup's ~5.4 mispredictions on the
+/// ipc1_50k set (`bench-results/acl_large.md`).
 #[inline(always)]
 fn burst_trees<const D: usize, L: Leaf<D>, S: Simd>(
     s: S,
@@ -112,24 +118,43 @@ fn burst_trees<const D: usize, L: Leaf<D>, S: Simd>(
     dead: Option<&[u64]>,
     best: &mut [u32; CHUNK],
 ) {
+    debug_assert_eq!(
+        lanes & s.above32(best, u32::MAX - 1),
+        lanes,
+        "a lane starts matched"
+    );
     let mut node = [0usize; CHUNK];
+    // The lanes that hold a match (from an earlier tree).
+    let mut found = 0u32;
     for t in trees {
         let first = t.first_idx();
+        let mut m = if found != 0 {
+            lanes & s.above32(best, first)
+        } else if first == u32::MAX {
+            0
+        } else {
+            lanes
+        };
         let mut live = 0u32;
-        let mut m = lanes;
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            m &= m - 1;
-            if best[i] > first {
+        if found & m == 0 {
+            // Without a match yet there is nothing to bound: no wait for
+            // the bound's load before the descent.
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
                 let at = t.entry_in(s, &pts[i]);
                 node[i] = at;
-                // Without a match yet there is nothing to bound: no wait
-                // for the bound's load before the descent.
-                if best[i] == u32::MAX {
-                    live |= u32::from(!t.is_empty_slice(at)) << i;
-                } else {
-                    live |= u32::from(t.bound(at) < best[i]) << i;
-                }
+                live |= u32::from(!t.is_empty_slice(at)) << i;
+            }
+        } else {
+            // A lane without a match has `best` u32::MAX: its bound only
+            // skips an empty subtree.
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let at = t.entry_in(s, &pts[i]);
+                node[i] = at;
+                live |= u32::from(t.bound(at) < best[i]) << i;
             }
         }
         if live == 0 {
@@ -142,6 +167,7 @@ fn burst_trees<const D: usize, L: Leaf<D>, S: Simd>(
             let ex = exact_word(&keys[i]);
             if let Some(b) = t.scan_leaf(node[i], &pts[i], ex, dead, 0, best[i]) {
                 best[i] = b;
+                found |= 1 << i;
             }
         }
     }
