@@ -56,9 +56,10 @@ const ASIDE: u32 = 2048;
 
 /// A key in the form a family's table keeps it: every field of it,
 /// exactly (equal words, equal keys), and their hash.
-trait Words: Copy + Eq {
-    const ZERO: Self;
+trait Words: Copy + Eq + Default {
     fn of(k: &Key) -> Self;
+    /// The key it packs: [`Words::of`]'s inverse.
+    fn key(&self) -> Key;
     fn hash(&self) -> u64;
 }
 
@@ -75,12 +76,6 @@ struct Wide {
 }
 
 impl Words for Wide {
-    const ZERO: Self = Wide {
-        src: 0,
-        dst: 0,
-        rest: 0,
-    };
-
     #[inline(always)]
     fn of(k: &Key) -> Wide {
         let lo = u64::from(k.sport)
@@ -93,6 +88,24 @@ impl Words for Wide {
             src: k.src,
             dst: k.dst,
             rest: u128::from(lo) | u128::from(hi) << 64,
+        }
+    }
+
+    #[inline(always)]
+    fn key(&self) -> Key {
+        let Wide { src, dst, rest } = *self;
+        let (lo, hi) = (rest as u64, (rest >> 64) as u64);
+        Key {
+            src,
+            dst,
+            is_v6: (lo >> 48) & 1 != 0,
+            proto: (lo >> 32) as u8,
+            sport: lo as u16,
+            dport: (lo >> 16) as u16,
+            in_port: hi as u16,
+            vlan: (hi >> 16) as u16,
+            dscp: (lo >> 40) as u8,
+            tcp_flags: (hi >> 32) as u16,
         }
     }
 
@@ -127,12 +140,6 @@ impl Narrow {
 }
 
 impl Words for Narrow {
-    const ZERO: Self = Narrow {
-        addrs: 0,
-        ports: 0,
-        rest: 0,
-    };
-
     /// Only for a key that [`Narrow::fits`].
     #[inline(always)]
     fn of(k: &Key) -> Narrow {
@@ -144,6 +151,23 @@ impl Words for Narrow {
                 | u64::from(k.dscp) << 40
                 | u64::from(k.in_port) << 48,
             rest: u32::from(k.vlan) | u32::from(k.tcp_flags) << 16,
+        }
+    }
+
+    #[inline(always)]
+    fn key(&self) -> Key {
+        let Narrow { addrs, ports, rest } = *self;
+        Key {
+            src: u128::from(addrs as u32),
+            dst: u128::from((addrs >> 32) as u32),
+            is_v6: false,
+            proto: (ports >> 32) as u8,
+            sport: ports as u16,
+            dport: (ports >> 16) as u16,
+            in_port: (ports >> 48) as u16,
+            vlan: rest as u16,
+            dscp: (ports >> 40) as u8,
+            tcp_flags: (rest >> 16) as u16,
         }
     }
 
@@ -171,11 +195,13 @@ static_assertions::const_assert_eq!(std::mem::size_of::<Entry<Narrow>>(), 32);
 static_assertions::const_assert_eq!(std::mem::size_of::<Entry<Wide>>(), 64);
 
 impl<W: Words> Entry<W> {
-    const EMPTY: Self = Entry {
-        key: W::ZERO,
-        code: CODE_NONE,
-        owner: 0,
-    };
+    fn empty() -> Self {
+        Entry {
+            key: W::default(),
+            code: CODE_NONE,
+            owner: 0,
+        }
+    }
 
     /// Whether it holds `w` for version `uid`.
     #[inline(always)]
@@ -215,7 +241,7 @@ impl<W: Words, const N: usize> Table<W, N> {
 
     /// `entries`: a power of two, at least `N`.
     fn allocate(&mut self, entries: usize) {
-        self.sets = vec![Set([Entry::EMPTY; N]); entries / N];
+        self.sets = vec![Set([Entry::empty(); N]); entries / N];
         self.set_mask = entries / N - 1;
     }
 
@@ -407,25 +433,13 @@ impl Flow4 {
     /// bits (any key the parser makes of an IPv4 packet); `None` otherwise.
     #[inline(always)]
     pub fn of(k: &Key) -> Option<Flow4> {
-        Narrow::fits(k).then(|| Flow4(Narrow::of(k)))
+        Cached::narrow(k).map(Flow4)
     }
 
     /// The key it packs: [`Flow4::of`]'s inverse.
     #[inline(always)]
     pub fn key(&self) -> Key {
-        let Narrow { addrs, ports, rest } = self.0;
-        Key {
-            src: u128::from(addrs as u32),
-            dst: u128::from((addrs >> 32) as u32),
-            is_v6: false,
-            proto: (ports >> 32) as u8,
-            sport: ports as u16,
-            dport: (ports >> 16) as u16,
-            in_port: (ports >> 48) as u16,
-            vlan: rest as u16,
-            dscp: (ports >> 40) as u8,
-            tcp_flags: (rest >> 16) as u16,
-        }
+        self.0.key()
     }
 }
 
@@ -453,20 +467,7 @@ impl Flow6 {
     /// The key it holds: [`Flow6::of`]'s inverse.
     #[inline(always)]
     pub fn key(&self) -> Key {
-        let Wide { src, dst, rest } = self.0;
-        let (lo, hi) = (rest as u64, (rest >> 64) as u64);
-        Key {
-            src,
-            dst,
-            is_v6: (lo >> 48) & 1 != 0,
-            proto: (lo >> 32) as u8,
-            sport: lo as u16,
-            dport: (lo >> 16) as u16,
-            in_port: hi as u16,
-            vlan: (hi >> 16) as u16,
-            dscp: (lo >> 40) as u8,
-            tcp_flags: (hi >> 32) as u16,
-        }
+        self.0.key()
     }
 }
 
@@ -618,7 +619,7 @@ impl Classifier {
             // (A wide key's words, 48 bytes, are taken again where needed:
             // a `Flow6` holds them, a `Key` makes them again.)
             let mut set = [0usize; GROUP];
-            let mut narrow = [Narrow::ZERO; GROUP];
+            let mut narrow = [Narrow::default(); GROUP];
             let mut fits = 0u32;
             for (i, k) in kc.iter().enumerate() {
                 set[i] = match k.narrow() {
