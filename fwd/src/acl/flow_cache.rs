@@ -480,6 +480,11 @@ impl std::fmt::Debug for Flow6 {
 /// What the cache looks up: a [`Key`] (either table, by its family and
 /// addresses), a [`Flow4`] (the IPv4 table) or a [`Flow6`] (the other).
 trait Cached: Copy {
+    /// The table every value of the type is in: `Some(true)` the IPv4
+    /// one, `Some(false)` the other, `None` by the value (a [`Key`]). A
+    /// lookup of a type in one table tests nothing a key and keeps no copy
+    /// of its words.
+    const TABLE: Option<bool>;
     /// Its IPv4 words, if it is in the IPv4 table.
     fn narrow(&self) -> Option<Narrow>;
     /// Its words in the other table (only for one that is not).
@@ -489,6 +494,7 @@ trait Cached: Copy {
 }
 
 impl Cached for Key {
+    const TABLE: Option<bool> = None;
     #[inline(always)]
     fn narrow(&self) -> Option<Narrow> {
         Narrow::fits(self).then(|| Narrow::of(self))
@@ -504,6 +510,7 @@ impl Cached for Key {
 }
 
 impl Cached for Flow4 {
+    const TABLE: Option<bool> = Some(true);
     #[inline(always)]
     fn narrow(&self) -> Option<Narrow> {
         Some(self.0)
@@ -519,6 +526,7 @@ impl Cached for Flow4 {
 }
 
 impl Cached for Flow6 {
+    const TABLE: Option<bool> = Some(false);
     #[inline(always)]
     fn narrow(&self) -> Option<Narrow> {
         None
@@ -614,33 +622,40 @@ impl Classifier {
         assert!(out.len() >= keys.len(), "out shorter than keys");
         let uid = self.uid();
         for (kc, oc) in keys.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
-            // Each key's set in its family's table, asked for; an IPv4
-            // key's words (bit `i` of `fits`) kept for its probe and insert.
-            // (A wide key's words, 48 bytes, are taken again where needed:
-            // a `Flow6` holds them, a `Key` makes them again.)
+            // Each key's set in its family's table, asked for. A `Key`'s
+            // IPv4 words (bit `i` of `fits`) are kept for its probe and
+            // insert; a `Flow4` or `Flow6` holds its words, and a `Key`'s
+            // wide ones (48 bytes) are made again where needed.
             let mut set = [0usize; GROUP];
             let mut narrow = [Narrow::default(); GROUP];
             let mut fits = 0u32;
             for (i, k) in kc.iter().enumerate() {
-                set[i] = match k.narrow() {
-                    Some(w) => {
+                set[i] = match (K::TABLE, k.narrow()) {
+                    (Some(false), _) | (None, None) => cache.wide.find_set(&k.wide()),
+                    (Some(true), w) => cache.narrow.find_set(&w.unwrap_or_default()),
+                    (None, Some(w)) => {
                         narrow[i] = w;
                         fits |= 1 << i;
                         cache.narrow.find_set(&w)
                     }
-                    None => cache.wide.find_set(&k.wide()),
                 };
             }
+            // Whether key `i` is in the IPv4 table, and its words there.
+            let in_narrow = |i: usize| K::TABLE.unwrap_or(fits >> i & 1 != 0);
+            let words = |i: usize, k: &K| match K::TABLE {
+                Some(_) => k.narrow().unwrap_or_default(),
+                None => narrow[i],
+            };
             let mut at = [0u8; GROUP];
             cache.missed.clear();
-            for (i, k) in kc.iter().enumerate() {
-                let code = if fits >> i & 1 != 0 {
-                    cache.narrow.probe(set[i], &narrow[i], uid)
+            for (i, (k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
+                let code = if in_narrow(i) {
+                    cache.narrow.probe(set[i], &words(i, k), uid)
                 } else {
                     cache.wide.probe(set[i], &k.wide(), uid)
                 };
                 match code {
-                    Some(code) => oc[i] = self.coded_entry(code),
+                    Some(code) => *o = self.coded_entry(code),
                     None => {
                         at[cache.missed.len()] = i as u8;
                         cache.missed.push(k.key());
@@ -661,8 +676,8 @@ impl Classifier {
                 if codes[j] == CODE_OVERLAY {
                     continue;
                 }
-                if fits >> i & 1 != 0 {
-                    cache.narrow.insert(set[i], narrow[i], uid, codes[j]);
+                if in_narrow(i) {
+                    cache.narrow.insert(set[i], words(i, &kc[i]), uid, codes[j]);
                 } else {
                     cache.wide.insert(set[i], kc[i].wide(), uid, codes[j]);
                 }

@@ -26,7 +26,10 @@
 //!    [`Classifier::classify_burst_cached6`](crate::acl::Classifier::classify_burst_cached6)
 //!    of the IPv6 ones (through the worker's flow cache,
 //!    [`crate::acl::FlowCache`]): a packet goes on only if its first match
-//!    merely permits ([`RuleEntry::only_permits`]) or nothing matches;
+//!    merely permits ([`RuleEntry::only_permits`]) or nothing matches. The
+//!    matches stay beside their candidates, in the lists' order, and a
+//!    burst whose matches all go on (the common one) is kept as it is, one
+//!    pass that moves nothing;
 //! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst)
 //!    and one `lookup6_burst`;
 //! 4. per family, the plain frame's rewrite ([`pkt::forward_plain_v4`]:
@@ -131,22 +134,23 @@ impl Pipeline<'_> {
         if CUTOFF == Cutoff::Parse {
             return self.cut(s, listed(s, n4, n6), rest);
         }
-        // The first match of each packet that goes on, by packet (None: no
-        // match, or no rules).
-        let mut rule: [Option<&RuleEntry>; BURST] = [None; BURST];
+        // The first match of each candidate that goes on, in its list's
+        // order: IPv4 ones from 0, IPv6 ones from `n4` as recognised (None:
+        // no match, or no rules).
+        let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
+        let at6 = n4;
         if RULES && n4 + n6 > 0 {
-            let mut found: [Option<&RuleEntry>; BURST] = [None; BURST];
             let (f4, f6) = found.split_at_mut(n4);
             if n4 > 0 {
                 t.acl
                     .classify_burst_cached4(&s.flows4[..n4], f4, &mut s.flows);
+                n4 = keep_permitted(&mut s.v4_idx, &mut s.v4_dst, f4);
             }
             if n6 > 0 {
                 t.acl
                     .classify_burst_cached6(&s.flows6[..n6], &mut f6[..n6], &mut s.flows);
+                n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, &mut f6[..n6]);
             }
-            n4 = keep_permitted(&mut s.v4_idx, &mut s.v4_dst, f4, &mut rule);
-            n6 = keep_permitted(&mut s.v6_idx, &mut s.v6_dst, &f6[..n6], &mut rule);
         }
         if CUTOFF == Cutoff::Classify {
             return self.cut(s, listed(s, n4, n6), rest);
@@ -180,13 +184,12 @@ impl Pipeline<'_> {
             cached: (u32::MAX, None),
         };
         let (v4, v6) = (
-            (&s.v4_idx[..n4], &s.v4_out[..n4]),
-            (&s.v6_idx[..n6], &s.v6_out[..n6]),
+            (&s.v4_idx[..n4], &s.v4_out[..n4], &found[..n4]),
+            (&s.v6_idx[..n6], &s.v6_out[..n6], &found[at6..at6 + n6]),
         );
         let mut step = Step {
             tables: t,
             hops: &mut s.hops,
-            rule: &rule,
             verdict: &mut s.verdict,
             tally,
             rc,
@@ -304,7 +307,6 @@ impl HitRun {
 struct Step<'a, 't> {
     tables: &'t crate::tables::Tables,
     hops: &'a mut Hops,
-    rule: &'a [Option<&'t RuleEntry>; BURST],
     verdict: &'a mut [Verdict; BURST],
     tally: &'a mut Tally,
     rc: &'a mut CounterWriter,
@@ -316,7 +318,7 @@ impl Step<'_, '_> {
     /// Forwards the packets `idx` (IPv6 ones when `V6`) whose lookup
     /// (`found`) gave a ready next hop and that the plain frame's rewrite
     /// ([`pkt::forward_plain_v4`] or `_v6`) takes; counts their rule hits
-    /// when `RULES` (rules are loaded). The per-packet work is the rewrite
+    /// (`rule`, in `idx`'s order) when `RULES` (rules are loaded). The per-packet work is the rewrite
     /// and the verdict: what is forwarded is collected as a set and taken
     /// from `rest` once, and the ports are followed where the next hop
     /// changes.
@@ -324,12 +326,12 @@ impl Step<'_, '_> {
     fn forward<P: Packets, const V6: bool, const RULES: bool>(
         &mut self,
         pkts: &mut P,
-        (idx, found): (&[u8], &[Resolved]),
+        (idx, found, rule): (&[u8], &[Resolved], &[Option<&RuleEntry>]),
     ) {
         let out = &mut *self.out;
         let mut done: Mask = 0;
         let mut bytes = 0u64;
-        for (&i, &r) in idx.iter().zip(found) {
+        for (k, (&i, &r)) in idx.iter().zip(found).enumerate() {
             let i = usize::from(i);
             let Resolved::Forward(nh) = r else {
                 continue;
@@ -370,7 +372,7 @@ impl Step<'_, '_> {
                 pkts.trim_to(i, end);
             }
             if RULES {
-                if let Some(r) = self.rule[i] {
+                if let Some(r) = rule.get(k).copied().flatten() {
                     // What the general classify counts: the trimmed length.
                     out.run
                         .add(r.slot(), len.min(end) as u64, self.rc, self.tick);
@@ -553,25 +555,27 @@ fn recognise<P: Packets, const RULES: bool>(
 }
 
 /// Keeps, in order, the candidates (`idx`, `dst`) whose first match
-/// (`found`, one per candidate) merely permits or is none, and records it
-/// in `rule` by packet; returns how many are kept.
+/// (`found`, one per candidate, kept beside them) merely permits or is
+/// none; returns how many are kept. Where every one is (the common
+/// burst), one pass without a store.
 #[inline(always)]
-fn keep_permitted<'a, T: Copy>(
+fn keep_permitted<T: Copy>(
     idx: &mut [u8; BURST],
     dst: &mut [T; BURST],
-    found: &[Option<&'a RuleEntry>],
-    rule: &mut [Option<&'a RuleEntry>; BURST],
+    found: &mut [Option<&RuleEntry>],
 ) -> usize {
+    let goes_on = |hit: &Option<&RuleEntry>| hit.is_none_or(|r| r.only_permits());
+    if found.iter().all(goes_on) {
+        return found.len();
+    }
     let mut kept = 0;
-    for (k, &hit) in found.iter().enumerate() {
-        if hit.is_some_and(|r| !r.only_permits()) {
-            continue;
+    for k in 0..found.len() {
+        if goes_on(&found[k]) {
+            idx[kept] = idx[k];
+            dst[kept] = dst[k];
+            found[kept] = found[k];
+            kept += 1;
         }
-        let i = idx[k];
-        rule[usize::from(i)] = hit;
-        idx[kept] = i;
-        dst[kept] = dst[k];
-        kept += 1;
     }
     kept
 }
