@@ -481,9 +481,10 @@ impl std::fmt::Debug for Flow6 {
 /// addresses), a [`Flow4`] (the IPv4 table) or a [`Flow6`] (the other).
 trait Cached: Copy {
     /// The table every value of the type is in: `Some(true)` the IPv4
-    /// one, `Some(false)` the other, `None` by the value (a [`Key`]). A
-    /// lookup of a type in one table tests nothing a key and keeps no copy
-    /// of its words.
+    /// one (its [`Cached::narrow`] is never `None`), `Some(false)` the
+    /// other (always `None`), `None` by the value (a [`Key`]). A lookup of
+    /// a type in one table tests nothing a key and keeps no copy of its
+    /// words.
     const TABLE: Option<bool>;
     /// Its IPv4 words, if it is in the IPv4 table.
     fn narrow(&self) -> Option<Narrow>;
@@ -630,9 +631,11 @@ impl Classifier {
             let mut narrow = [Narrow::default(); GROUP];
             let mut fits = 0u32;
             for (i, k) in kc.iter().enumerate() {
+                debug_assert!(K::TABLE.is_none_or(|t| t == k.narrow().is_some()));
                 set[i] = match (K::TABLE, k.narrow()) {
                     (Some(false), _) | (None, None) => cache.wide.find_set(&k.wide()),
-                    (Some(true), w) => cache.narrow.find_set(&w.unwrap_or_default()),
+                    (Some(true), None) => unreachable!("a type of the IPv4 table"),
+                    (Some(true), Some(w)) => cache.narrow.find_set(&w),
                     (None, Some(w)) => {
                         narrow[i] = w;
                         fits |= 1 << i;
@@ -642,9 +645,10 @@ impl Classifier {
             }
             // Whether key `i` is in the IPv4 table, and its words there.
             let in_narrow = |i: usize| K::TABLE.unwrap_or(fits >> i & 1 != 0);
-            let words = |i: usize, k: &K| match K::TABLE {
-                Some(_) => k.narrow().unwrap_or_default(),
-                None => narrow[i],
+            let words = |i: usize, k: &K| match (K::TABLE, k.narrow()) {
+                (Some(_), Some(w)) => w,
+                (Some(_), None) => unreachable!("a type of the IPv4 table"),
+                (None, _) => narrow[i],
             };
             let mut at = [0u8; GROUP];
             cache.missed.clear();
