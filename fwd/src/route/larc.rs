@@ -194,8 +194,13 @@ impl<T> LArc<T> {
     }
 
     /// One reference fewer; the last one frees the node after releasing its
-    /// children.
-    #[inline]
+    /// children ([`LArc::free`], out of line). The common case, a shared
+    /// node, is a load and a store inlined into the caller's loop over its
+    /// children. As a call (`release` recursing through `release_kids`,
+    /// so never inlined), the ~140 releases of a one-change version's drop
+    /// cost 378 more instructions a version, 3.8% of it
+    /// (`bench-results/route.md`, 2026-12-06 evening).
+    #[inline(always)]
     pub(crate) fn release(self, h: &Held<'_>)
     where
         T: Kids,
@@ -210,6 +215,15 @@ impl<T> LArc<T> {
             c.store(n - 1, Ordering::Release);
             return;
         }
+        self.free(h);
+    }
+
+    /// [`LArc::release`] of the last reference.
+    #[inline(never)]
+    fn free(self, h: &Held<'_>)
+    where
+        T: Kids,
+    {
         // SAFETY: this was the last reference (the count cannot grow
         // meanwhile: sharing needs a reference and the lock), and it came
         // from `Box::leak` in `new`.
