@@ -176,7 +176,16 @@ fn addresses_stay_across_carrier_changes_but_not_a_small_mtu() {
         assert_eq!(rtnl.addresses(ifindex).unwrap(), [want[0]]);
         tap.set_mtu(1500).unwrap();
         rtnl.sync_addresses(ifindex, &want).unwrap();
-        assert_eq!(sorted(&mut rtnl, ifindex), before);
+        // The kernel makes its link-local again when IPv6 comes back, in
+        // its own time (a full test run under load once listed the
+        // interface before it had): ours are compared, the kernel's
+        // link-local may or may not be there yet.
+        let ours = |v: Vec<(IpAddr, u8)>| -> Vec<(IpAddr, u8)> {
+            v.into_iter()
+                .filter(|&e| e != kernels_link_local())
+                .collect()
+        };
+        assert_eq!(ours(sorted(&mut rtnl, ifindex)), ours(before));
     });
 }
 
