@@ -318,10 +318,10 @@ impl Step<'_, '_> {
     /// Forwards the packets `idx` (IPv6 ones when `V6`) whose lookup
     /// (`found`) gave a ready next hop and that the plain frame's rewrite
     /// ([`pkt::forward_plain_v4`] or `_v6`) takes; counts their rule hits
-    /// (`rule`, in `idx`'s order) when `RULES` (rules are loaded). The per-packet work is the rewrite
-    /// and the verdict: what is forwarded is collected as a set and taken
-    /// from `rest` once, and the ports are followed where the next hop
-    /// changes.
+    /// (`rule`, in `idx`'s order) when `RULES` (rules are loaded). The
+    /// per-packet work is the rewrite and the verdict: what is forwarded
+    /// is collected as a set and taken from `rest` once, and the ports are
+    /// followed where the next hop changes.
     #[inline(always)]
     fn forward<P: Packets, const V6: bool, const RULES: bool>(
         &mut self,
