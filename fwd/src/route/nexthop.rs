@@ -355,8 +355,8 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> IdTable<T> {
 /// down). Written into the paged arrays, each of those copied a dir, a mid
 /// and a 4 KiB page, and the old version's drop released them: ~2,800
 /// instructions of a one-change version's ~12,400 (callgrind,
-/// `bench-results/route.md`). A version now copies the short list of
-/// recent changes instead, and only every [`RECENT`] distinct ids does a
+/// `bench-results/route.md`). A version now copies the short table of
+/// recent changes instead, and only every [`FULL`] distinct ids does a
 /// batch write them into a copy of the base.
 ///
 /// In the base, pages of zero counts are the shared zero page and trailing
@@ -365,15 +365,36 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> IdTable<T> {
 #[derive(Clone)]
 pub(crate) struct RefTable {
     base: Arc<Base>,
-    /// Changes not yet in `base`: the first `n`, by id, sorted, none zero.
-    /// A fixed array: copying it is one copy of 256 bytes, no allocation,
-    /// and its memory does not depend on the history of the version.
+    /// Changes not yet in `base`, none zero: `(id, change)`, open
+    /// addressing with linear probing from the id's hash ([`home`]),
+    /// [`FREE`] where no id is. A fixed array: copying it is one copy of
+    /// 256 bytes, no allocation, and its memory does not depend on the
+    /// history of the version. A lookup is a hash and, mostly, one compare:
+    /// a sorted list searched by halves took ~37 instructions of a route's
+    /// ~1,060 in a full view's load (`bench-results/route.md`).
     recent: [(u32, i32); RECENT],
+    /// Ids in `recent`: at most [`FULL`], so that a probe always ends at a
+    /// free slot within a few steps.
     n: usize,
 }
 
-/// Ids whose count changes a [`RefTable`] keeps apart from its base.
+/// Slots of a [`RefTable`]'s recent changes (a power of two).
 const RECENT: usize = 32;
+
+/// Distinct ids a [`RefTable`] keeps apart from its base (3/4 of the
+/// slots).
+const FULL: usize = RECENT * 3 / 4;
+
+/// A free slot of the recent changes (ids are at most [`MAX_ID`]).
+const FREE: u32 = u32::MAX;
+
+/// The slot where the probe for `id` starts (the top bits of a
+/// multiplicative hash: consecutive ids, and ids on both sides of
+/// [`HIGH_IDS`], spread over the slots).
+#[inline(always)]
+fn home(id: u32) -> usize {
+    (id.wrapping_mul(0x9E37_79B1) >> (32 - RECENT.trailing_zeros())) as usize
+}
 
 /// The counts of both ranges of ids.
 #[derive(Clone)]
@@ -419,15 +440,53 @@ impl RefTable {
                 low: PArray::new(0, 0),
                 high: PArray::new(0, 0),
             }),
-            recent: [(0, 0); RECENT],
+            recent: [(FREE, 0); RECENT],
             n: 0,
         }
     }
 
-    /// Where `id` is among the recent changes (`Err`: where it would go).
+    /// The slot of `id` among the recent changes (`Err`: the free slot
+    /// where it would go).
     #[inline]
     fn find(&self, id: u32) -> Result<usize, usize> {
-        self.recent[..self.n].binary_search_by_key(&id, |e| e.0)
+        let mut k = home(id);
+        loop {
+            match self.recent[k].0 {
+                i if i == id => return Ok(k),
+                FREE => return Err(k),
+                _ => k = (k + 1) % RECENT,
+            }
+        }
+    }
+
+    /// Frees slot `k`, moving back the ids after it whose probe passes
+    /// through it (so that every id stays reachable from its home).
+    fn vacate(&mut self, mut k: usize) {
+        self.n -= 1;
+        let mut j = k;
+        loop {
+            self.recent[k].0 = FREE;
+            loop {
+                j = (j + 1) % RECENT;
+                let id = self.recent[j].0;
+                if id == FREE {
+                    return;
+                }
+                // The id at `j` stays if its home lies cyclically in
+                // `(k, j]`: its probe does not pass through `k`.
+                let h = home(id);
+                let stays = if k < j {
+                    k < h && h <= j
+                } else {
+                    k < h || h <= j
+                };
+                if !stays {
+                    self.recent[k] = self.recent[j];
+                    k = j;
+                    break;
+                }
+            }
+        }
     }
 
     /// The count of `id`.
@@ -439,9 +498,34 @@ impl RefTable {
     /// Adds `delta` to the count of `id`. A count goes into the base at
     /// once when it reaches zero (so that its page can go back to the
     /// shared zero page) or when its change grows too large to keep here;
-    /// a new id that finds the list full takes the list along.
-    #[inline]
+    /// a new id that finds the table full takes the table along.
+    ///
+    /// Inline, the common case of a batch: a count that grows, kept here.
+    /// The rest out of line ([`RefTable::add_general`]).
+    #[inline(always)]
     pub(crate) fn add(&mut self, id: u32, delta: i32) {
+        const SMALL: i32 = 1 << 30;
+        match self.find(id) {
+            Ok(k) => {
+                let d = self.recent[k].1.wrapping_add(delta);
+                if (1..=SMALL).contains(&d) {
+                    self.recent[k].1 = d;
+                    return;
+                }
+            }
+            Err(k) if (1..=SMALL).contains(&delta) && self.n < FULL => {
+                self.recent[k] = (id, delta);
+                self.n += 1;
+                return;
+            }
+            Err(_) => {}
+        }
+        self.add_general(id, delta);
+    }
+
+    /// [`RefTable::add`], every case.
+    #[inline(never)]
+    fn add_general(&mut self, id: u32, delta: i32) {
         let found = self.find(id);
         let d = match found {
             Ok(k) => self.recent[k].1.wrapping_add(delta),
@@ -452,23 +536,24 @@ impl RefTable {
         match found {
             Ok(k) if d != 0 && !to_base => self.recent[k].1 = d,
             Ok(k) => {
-                self.recent.copy_within(k + 1..self.n, k);
-                self.n -= 1;
+                self.vacate(k);
                 if d != 0 {
                     make_mut(&mut self.base).add(id, d);
                 }
             }
             Err(_) if to_base => make_mut(&mut self.base).add(id, d),
-            Err(_) if self.n == RECENT => {
+            Err(_) if self.n == FULL => {
                 let b = make_mut(&mut self.base);
-                for &(i, e) in &self.recent[..self.n] {
-                    b.add(i, e);
+                for e in &mut self.recent {
+                    if e.0 != FREE {
+                        b.add(e.0, e.1);
+                        *e = (FREE, 0);
+                    }
                 }
                 self.n = 0;
                 b.add(id, d);
             }
             Err(k) => {
-                self.recent.copy_within(k..self.n, k + 1);
                 self.recent[k] = (id, d);
                 self.n += 1;
             }
@@ -554,7 +639,7 @@ mod tests {
         assert_eq!(one(HIGH_IDS + 5), one(5));
     }
 
-    /// Counts kept in the recent list, written into the base when it is
+    /// Counts kept in the recent table, written into the base when it is
     /// full, when they reach zero or when they grow large, stay what the
     /// changes add up to; a copy keeps its counts while the original
     /// changes; counts all back to zero cost what a new table does.
@@ -569,7 +654,7 @@ mod tests {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
-            // 80 ids on both sides of HIGH_IDS: more than the list holds.
+            // 80 ids on both sides of HIGH_IDS: more than the table holds.
             let id = (rng % 40) as u32 + if rng & 64 == 0 { 0 } else { HIGH_IDS - 20 };
             let c: &mut i64 = want.entry(id).or_default();
             let delta = if *c > 0 && rng & 128 == 0 {
@@ -580,6 +665,12 @@ mod tests {
             *c += i64::from(delta);
             t.add(id, delta);
             assert_eq!(i64::from(t.get(id)), *c, "step {step}");
+            let used = t.recent.iter().filter(|e| e.0 != FREE).count();
+            assert!(
+                used == t.n && t.n <= FULL,
+                "step {step}: {used} ids, n {}",
+                t.n
+            );
             if step % 1000 == 0 {
                 snapshots.push((t.clone(), want.clone()));
             }
