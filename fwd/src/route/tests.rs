@@ -842,6 +842,54 @@ fn txn_keeps_going_after_an_error() {
     assert_eq!(r.version(), 2);
 }
 
+/// A batch remembers the targets it found present (`Txn::present`): a
+/// next hop or group it used and then deleted is unknown again to the next
+/// route of the same batch, and targets that share a slot of that memory
+/// (ids 16 apart, a next hop and a group of one id) are told apart.
+#[test]
+fn a_target_deleted_in_the_batch_is_unknown_to_its_next_routes() {
+    let mut t = base().into_txn();
+    t.nh_add(17, nh(17)).unwrap();
+    t.add(0, p4("10.0.0.0/8"), Target::NextHop(1)).unwrap();
+    t.add(0, p4("10.1.0.0/16"), Target::NextHop(17)).unwrap();
+    t.add(0, p4("10.2.0.0/16"), Target::Group(0)).unwrap();
+    // Same slots, other targets: never seen present.
+    assert_eq!(
+        t.add(0, p4("10.3.0.0/16"), Target::NextHop(33)),
+        Err(RouteError::UnknownNextHop(33))
+    );
+    assert_eq!(
+        t.add(0, p4("10.3.0.0/16"), Target::Group(1)),
+        Err(RouteError::UnknownGroup(1))
+    );
+    assert_eq!(
+        t.add(0, p4("10.3.0.0/16"), Target::Group(16)),
+        Err(RouteError::UnknownGroup(16))
+    );
+    // Each deletion checked right after the target was last found present.
+    t.del(0, p4("10.2.0.0/16")).unwrap();
+    t.group_del(0).unwrap();
+    assert_eq!(
+        t.upsert(0, p4("10.2.0.0/16"), Target::Group(0)),
+        Err(RouteError::UnknownGroup(0))
+    );
+    t.del(0, p4("10.1.0.0/16")).unwrap();
+    t.upsert(0, p4("10.1.0.0/16"), Target::NextHop(17)).unwrap();
+    t.del(0, p4("10.1.0.0/16")).unwrap();
+    t.nh_del(17).unwrap();
+    assert_eq!(
+        t.add(0, p4("10.1.0.0/16"), Target::NextHop(17)),
+        Err(RouteError::UnknownNextHop(17))
+    );
+    // Added again, usable again.
+    t.nh_add(17, nh(17)).unwrap();
+    t.add(0, p4("10.1.0.0/16"), Target::NextHop(17)).unwrap();
+    let r = t.commit();
+    assert_eq!(r.target4(0, 0x0a01_0001), Some(Target::NextHop(17)));
+    assert_eq!(r.target4(0, 0x0a02_0001), Some(Target::NextHop(1)));
+    assert_eq!(r.nexthop_refs(17), 1);
+}
+
 #[test]
 fn vrfs_are_separate() {
     let r = base()
