@@ -130,14 +130,22 @@ impl Txn {
         }
     }
 
+    /// Whether `t` exists; a target found present is remembered
+    /// ([`Txn::present`]), inline, the lookup out of line.
+    #[inline(always)]
     fn check_target(&mut self, t: Target) -> Result<(), RouteError> {
         let (Target::NextHop(id) | Target::Group(id)) = t else {
             return Ok(());
         };
-        let slot = id as usize % PRESENT;
-        if self.present[slot] == Some(t) {
+        if self.present[id as usize % PRESENT] == Some(t) {
             return Ok(());
         }
+        self.look_up_target(t, id as usize % PRESENT)
+    }
+
+    /// [`Txn::check_target`] of a target not remembered at `slot`.
+    #[inline(never)]
+    fn look_up_target(&mut self, t: Target, slot: usize) -> Result<(), RouteError> {
         match t {
             Target::NextHop(id) if self.r.nhs.get(id).is_none() => {
                 return Err(RouteError::UnknownNextHop(id));
