@@ -342,6 +342,26 @@ impl<V: Copy + PartialEq> Node<V> {
         any != 0
     }
 
+    /// Whether anything lies strictly below tree index `idx`: a prefix
+    /// under it, or (at local length 8, `idx >= 256`) the child it covers.
+    #[inline(always)]
+    fn below_nonempty(&self, idx: usize) -> bool {
+        if idx >= 256 {
+            return test(&self.cbits, idx - 256);
+        }
+        let m = &SUBTREE[idx];
+        let own = idx >> 6;
+        let mut any = 0;
+        for (w, (b, m)) in self.pbits.iter().zip(m).enumerate() {
+            let me = if w == own { 1 << (idx & 63) } else { 0 };
+            any |= b & m & !me;
+        }
+        for (b, m) in self.cbits.iter().zip(&m[4..]) {
+            any |= b & m;
+        }
+        any != 0
+    }
+
     /// [`Node::subtree_nonempty`] level by level (its tests' reference).
     #[cfg(test)]
     fn subtree_nonempty_by_level(&self, idx: usize) -> bool {
@@ -575,7 +595,10 @@ impl<const W: u32, V: Copy + PartialEq> Rib<W, V> {
     ) -> Option<V> {
         out.clear();
         let (old, n, idx) = self.insert_at(addr, len, t);
-        Self::below(n, idx, out);
+        // Most inserts of a table have nothing below them: no walk then.
+        if n.below_nonempty(idx) {
+            Self::below(n, idx, out);
+        }
         old
     }
 

@@ -301,7 +301,8 @@ proptest::proptest! {
 proptest::proptest! {
     /// The subtree masks answer what a walk of the subtree's levels
     /// answers, for every tree index, on nodes with a few random
-    /// prefixes and children (sparse, so that both answers occur).
+    /// prefixes and children (sparse, so that both answers occur); so does
+    /// the test for what lies strictly below an index.
     #[test]
     fn subtree_masks_match_the_walk_by_level(
         pfx in proptest::collection::vec(1usize..512, 0..6),
@@ -320,6 +321,12 @@ proptest::proptest! {
                 n.subtree_nonempty_by_level(idx),
                 "idx {}", idx
             );
+            let below = if idx < 256 {
+                n.subtree_nonempty_by_level(2 * idx) || n.subtree_nonempty_by_level(2 * idx + 1)
+            } else {
+                n.cbits[(idx - 256) >> 6] & 1 << (idx & 63) != 0
+            };
+            proptest::prop_assert_eq!(n.below_nonempty(idx), below, "below idx {}", idx);
         }
     }
 }
