@@ -245,8 +245,8 @@ impl Txn {
     }
 
     /// Puts back the entry a write replaced (`old`; none: the prefix is
-    /// erased). Out of line, as the refusals that need it are: the writes
-    /// of a batch inline [`Txn::write_route`] alone.
+    /// erased): for a refused write, or the add of a prefix already
+    /// present. Out of line, as those errors are.
     #[cold]
     #[inline(never)]
     fn restore(&mut self, vrf: Vrf, prefix: Prefix, old: Option<Entry>) {
