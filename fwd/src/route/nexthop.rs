@@ -449,6 +449,7 @@ impl RefTable {
     /// where it would go).
     #[inline]
     fn find(&self, id: u32) -> Result<usize, usize> {
+        debug_assert!(id <= MAX_ID, "id {id} would collide with FREE");
         let mut k = home(id);
         loop {
             match self.recent[k].0 {
