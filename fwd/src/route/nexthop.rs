@@ -466,7 +466,7 @@ impl RefTable {
         self.n -= 1;
         let mut j = k;
         loop {
-            self.recent[k].0 = FREE;
+            self.recent[k] = (FREE, 0);
             loop {
                 j = (j + 1) % RECENT;
                 let id = self.recent[j].0;

@@ -329,17 +329,7 @@ impl<V: Copy + PartialEq> Node<V> {
     /// Whether anything (prefix at or below `idx`, or a child under it) exists.
     #[inline]
     fn subtree_nonempty(&self, idx: usize) -> bool {
-        let m = &SUBTREE[idx];
-        let mut any = 0;
-        for (b, m) in self.pbits.iter().zip(m) {
-            any |= b & m;
-        }
-        // A child slot is the tree index of a local length 8 less 256:
-        // the subtree's last level, words 4..8 of its mask.
-        for (b, m) in self.cbits.iter().zip(&m[4..]) {
-            any |= b & m;
-        }
-        any != 0
+        self.any_in_subtree(idx, 0)
     }
 
     /// Whether anything lies strictly below tree index `idx`: a prefix
@@ -349,13 +339,21 @@ impl<V: Copy + PartialEq> Node<V> {
         if idx >= 256 {
             return test(&self.cbits, idx - 256);
         }
+        self.any_in_subtree(idx, idx)
+    }
+
+    /// Whether `idx`'s subtree holds a prefix other than the one at tree
+    /// index `skip` (0: none is skipped, no prefix has index 0), or a child.
+    #[inline(always)]
+    fn any_in_subtree(&self, idx: usize, skip: usize) -> bool {
         let m = &SUBTREE[idx];
-        let own = idx >> 6;
         let mut any = 0;
         for (w, (b, m)) in self.pbits.iter().zip(m).enumerate() {
-            let me = if w == own { 1 << (idx & 63) } else { 0 };
-            any |= b & m & !me;
+            let skipped = if w == skip >> 6 { 1 << (skip & 63) } else { 0 };
+            any |= b & m & !skipped;
         }
+        // A child slot is the tree index of a local length 8 less 256:
+        // the subtree's last level, words 4..8 of its mask.
         for (b, m) in self.cbits.iter().zip(&m[4..]) {
             any |= b & m;
         }

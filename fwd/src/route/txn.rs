@@ -137,10 +137,11 @@ impl Txn {
         let (Target::NextHop(id) | Target::Group(id)) = t else {
             return Ok(());
         };
-        if self.present[id as usize % PRESENT] == Some(t) {
+        let slot = id as usize % PRESENT;
+        if self.present[slot] == Some(t) {
             return Ok(());
         }
-        self.look_up_target(t, id as usize % PRESENT)
+        self.look_up_target(t, slot)
     }
 
     /// [`Txn::check_target`] of a target not remembered at `slot`.
