@@ -408,6 +408,23 @@ impl<const W: u32> Fib<W> {
             return; // the whole block already resolves to v
         }
         let g = if e & EXT == 0 {
+            // The write inside one byte's block of the level below, and
+            // only part of it: that byte's entry will lead further down
+            // and the other 255 stay `e`, which is a pair. Made one at
+            // once, where a group was taken, filled, written, scanned by
+            // `settle` and freed for it (a long prefix alone in its part
+            // of the space, a level at a time: most of an IPv6 view's
+            // routes).
+            let k = (lo >> (shift - 8)) as usize & 0xff;
+            if Self::within(lo, hi, shift - 8, k) && !Self::whole(lo, hi, shift - 8) {
+                if let Some(p) = self.alloc_pair() {
+                    self.set(Tab::Pool, 2 * p, e);
+                    self.set(Tab::Pool, 2 * p + 1, e);
+                    self.set(t, idx, Child::Pair(p, k).entry());
+                    self.write_in_pair(t, idx, shift, p, k, lo, hi, v);
+                    return;
+                }
+            }
             let g = self.alloc_group(e);
             self.set(t, idx, EXT | g as u32);
             g
@@ -415,23 +432,7 @@ impl<const W: u32> Fib<W> {
             match Child::of(e) {
                 Child::Group(g) => g,
                 Child::Pair(p, k) if Self::within(lo, hi, shift - 8, k) => {
-                    // All of the write is below the pair's own entry: it
-                    // stays a pair, unless its entry becomes its fill.
-                    let sub = (1u128 << (shift - 8)) - 1;
-                    if lo & sub == 0 && hi & sub == sub {
-                        self.full(Tab::Pool, 2 * p + 1, 2 * p + 1, v);
-                    } else {
-                        self.partial(Tab::Pool, 2 * p + 1, shift - 8, lo, hi, v);
-                    }
-                    let (fill, x) = self.pair(p);
-                    if x == fill {
-                        self.set(t, idx, fill);
-                        self.free_pair(p);
-                    } else if x & EXT == 0 {
-                        // Its one exception now ends lookups: a group
-                        // again, as `group_shape` would leave it.
-                        self.unpair(t, idx, p, k);
-                    }
+                    self.write_in_pair(t, idx, shift, p, k, lo, hi, v);
                     return;
                 }
                 // Written beside its own entry: a whole group again first.
@@ -440,6 +441,45 @@ impl<const W: u32> Fib<W> {
         };
         self.fill_in(Tab::Pool, g * GROUP, 8, shift - 8, lo, hi, v);
         self.settle(t, idx, g);
+    }
+
+    /// Writes `[lo, hi]`, which lies below pair `p`'s own byte `k`, the
+    /// pair under entry `t[idx]` (whose block covers `2^shift`
+    /// addresses). It stays a pair, unless its own entry becomes its fill
+    /// (the entry takes the fill) or ends lookups (a group again, as
+    /// [`Fib::group_shape`] would leave it).
+    #[allow(clippy::too_many_arguments)]
+    fn write_in_pair(
+        &mut self,
+        t: Tab,
+        idx: usize,
+        shift: u32,
+        p: usize,
+        k: usize,
+        lo: u128,
+        hi: u128,
+        v: u32,
+    ) {
+        if Self::whole(lo, hi, shift - 8) {
+            self.full(Tab::Pool, 2 * p + 1, 2 * p + 1, v);
+        } else {
+            self.partial(Tab::Pool, 2 * p + 1, shift - 8, lo, hi, v);
+        }
+        let (fill, x) = self.pair(p);
+        if x == fill {
+            self.set(t, idx, fill);
+            self.free_pair(p);
+        } else if x & EXT == 0 {
+            self.unpair(t, idx, p, k);
+        }
+    }
+
+    /// Whether `[lo, hi]` (inside one block of `2^shift` addresses) is
+    /// the whole block.
+    #[inline]
+    fn whole(lo: u128, hi: u128, shift: u32) -> bool {
+        let sub = (1u128 << shift) - 1;
+        lo & sub == 0 && hi & sub == sub
     }
 
     /// Pair `p` (its own byte `k`), under entry `t[idx]`, made a whole
