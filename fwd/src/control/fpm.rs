@@ -395,11 +395,12 @@ impl<'a> Ingest<'a> {
         self.dec.feed(bytes);
         // Room for as many changes as the read can hold, so that the list
         // is not grown by copies: each large reallocation made glibc sort
-        // every block freed since (the last generation's table nodes) into
-        // its bins first. In `bench_fpm` that took this thread's share of
-        // a deleted route from 0.44 to 0.23 us in random order (0.14 to
-        // 0.13 in table order), though part of it moved to the apply on
-        // the same thread there (`bench-results/fpm.md`, 2026-12-07).
+        // every block this thread's heap had freed since into its bins
+        // first (in `bench_fpm`, one thread, the last generation's table
+        // nodes). There that took this thread's share of a deleted route
+        // from 0.44 to 0.23 us in random order (0.14 to 0.13 in table
+        // order), though part of it moved to the apply on the same thread
+        // (`bench-results/fpm.md`, 2026-12-07).
         let mut r = Chunk {
             ops: Vec::with_capacity(bytes.len() / MIN_ROUTE_MSG + 1),
             ..Chunk::default()
