@@ -506,7 +506,8 @@ impl RefTable {
     #[inline(always)]
     pub(crate) fn add(&mut self, id: u32, delta: i32) {
         const SMALL: i32 = 1 << 30;
-        match self.find(id) {
+        let found = self.find(id);
+        match found {
             Ok(k) => {
                 let d = self.recent[k].1.wrapping_add(delta);
                 if (1..=SMALL).contains(&d) {
@@ -521,13 +522,13 @@ impl RefTable {
             }
             Err(_) => {}
         }
-        self.add_general(id, delta);
+        self.add_general(id, delta, found);
     }
 
-    /// [`RefTable::add`], every case.
+    /// [`RefTable::add`], every case; `found` is [`RefTable::find`]'s
+    /// answer for `id` (the inline part changed nothing after it).
     #[inline(never)]
-    fn add_general(&mut self, id: u32, delta: i32) {
-        let found = self.find(id);
+    fn add_general(&mut self, id: u32, delta: i32, found: Result<usize, usize>) {
         let d = match found {
             Ok(k) => self.recent[k].1.wrapping_add(delta),
             Err(_) => delta,
