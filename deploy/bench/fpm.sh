@@ -5,12 +5,16 @@
 # alone, replaying a capture of zebra's real FPM stream, beside bench_fpm's
 # in-process number. Results: bench-results/fpm.md.
 #
-#   deploy/bench/fpm.sh [--quick] [--ingest-only] [--reps N] [--no-hog] [--out FILE]
+#   deploy/bench/fpm.sh [--quick] [--ingest-only] [--shuffle] [--reps N] [--no-hog] [--out FILE]
 #
 #   --quick        100,000 prefixes (the first 100k of the table): ~2 min
 #                  (the full view: ~9 min)
 #   --ingest-only  only the replay of the capture into fwd and bench_fpm
 #                  (the capture is recorded first if the cache has none): < 1 min
+#   --shuffle      the replay sends the capture's frames in a fixed random
+#                  order (zebra's real order lies between its table order and
+#                  that: bgpd packs the prefixes of one attribute set into an
+#                  UPDATE), and bench_fpm runs with --shuffle too
 #   --reps N       repetitions of each measurement (default 3)
 #   --no-hog       skip the kernel-path variant with CPU 1 kept busy (the CPU
 #                  fwd's worker takes away from FRR in the fwd target when it
@@ -52,6 +56,7 @@ QUICK=0
 REPS=3
 HOG=1
 INGEST_ONLY=0
+SHUFFLE=0
 OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -59,6 +64,7 @@ while [ $# -gt 0 ]; do
         --reps) REPS="$2"; shift ;;
         --no-hog) HOG=0 ;;
         --ingest-only) INGEST_ONLY=1 ;;
+        --shuffle) SHUFFLE=1 ;;
         --out) OUT="$2"; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "$0: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -71,6 +77,7 @@ if [ -z "$OUT" ]; then
         OUT=/tmp/fpmbench/fpm
         [ "$QUICK" = 1 ] && OUT="$OUT-quick"
         [ "$INGEST_ONLY" = 1 ] && OUT="$OUT-ingest"
+        [ "$SHUFFLE" = 1 ] && OUT="$OUT-shuffled"
         OUT="$OUT.md"
     else
         OUT="$ROOT/bench-results/fpm.md"
@@ -702,6 +709,34 @@ def main():
 if __name__ == "__main__":
     sys.exit(main())
 PYEOF
+    cat > "$PY/shuffle.py" << 'PYEOF'
+#!/usr/bin/env python3
+"""A recorded FPM stream with its frames in a fixed random order.
+
+    shuffle.py CAPTURE OUT
+"""
+import random
+import struct
+import sys
+
+
+def main():
+    data = open(sys.argv[1], "rb").read()
+    frames, off = [], 0
+    while off + 4 <= len(data):
+        flen = struct.unpack_from("!H", data, off + 2)[0]
+        if flen < 4 or off + flen > len(data):
+            sys.exit(f"{sys.argv[1]}: a malformed frame at byte {off}")
+        frames.append(data[off:off + flen])
+        off += flen
+    random.Random(20261207).shuffle(frames)
+    with open(sys.argv[2], "wb") as f:
+        f.write(b"".join(frames))
+
+
+if __name__ == "__main__":
+    main()
+PYEOF
     cat > "$PY/capstat.py" << 'PYEOF'
 #!/usr/bin/env python3
 """What a recorded FPM stream holds: frames, netlink messages by type,
@@ -999,7 +1034,9 @@ if T["fwd"]:
         p("kernel FIB of the appliance namespace (same run): `" + "` · `".join(
             f"{x[0]:.1f}: {x[1]:,}" for x in k[::max(1, len(k) // 12)]) + "`\n")
 
-p("## FPM ingest alone: zebra's real stream replayed into a fresh fwd\n")
+shuffled = (open(f"{W}/shuffled").read().strip() == "1") if os.path.exists(f"{W}/shuffled") else False
+p("## FPM ingest alone: zebra's real stream replayed into a fresh fwd"
+  + (", its frames in a fixed random order (--shuffle)" if shuffled else "") + "\n")
 if cap:
     p(f"The capture (fpm-capture.py, zebra -M dplane_fpm_nl fed by the same speaker): "
       f"{cap['bytes']:,} bytes, {cap['frames']:,} FPM frames, {cap['messages']:,} netlink "
@@ -1039,7 +1076,8 @@ except OSError:
 rates = [float(x) for x in re.findall(r"^\| \d+ \| [\d.]+ \| ([\d.]+) ", bf, re.M)]
 if bf:
     p("`bench_fpm` (in-process: decode + translate + apply of a synthetic stream of the same "
-      "table, 1 MiB reads, no socket), same run:\n")
+      "table, 1 MiB reads, one generation each, no socket"
+      + (", in a random order" if shuffled else "") + "), same run:\n")
     p("```")
     p(bf.strip())
     p("```\n")
@@ -1553,6 +1591,10 @@ print(len(got ^ want))" "$d/fwd-bgp.json" "$WORK/prefixes.txt" > "$d/fwd-bgp.dif
 replay() {
     local rep="$1" d="$WORK/replay-$rep" cap="$CACHE/fpm-capture-$N.bin" want
     mkdir -p "$d"
+    if [ "$SHUFFLE" = 1 ]; then
+        [ -s "$WORK/shuffled.bin" ] || python3 "$PY/shuffle.py" "$cap" "$WORK/shuffled.bin"
+        cap="$WORK/shuffled.bin"
+    fi
     want=$(python3 -c "import json; print(json.load(open('$WORK/capture.json'))['bgp_ipv4_prefixes'])")
     new_ns "$REP_NS"
     start_fwd "$REP_NS" "$d"
@@ -1600,12 +1642,15 @@ else
         done
     done
 fi
+echo "$SHUFFLE" > "$WORK/shuffled"
 for rep in $(seq 1 "$REPS"); do
     replay "$rep"
 done
-log "bench_fpm --rounds $REPS"
+bench_args=(--data "$DATA" --rounds "$REPS")
+[ "$SHUFFLE" = 1 ] && bench_args+=(--shuffle)
+log "bench_fpm ${bench_args[*]}"
 settle > /dev/null
-"$BIN/bench_fpm" --data "$DATA" --rounds "$REPS" > "$WORK/bench_fpm.md" 2>&1 || log "bench_fpm failed"
+"$BIN/bench_fpm" "${bench_args[@]}" > "$WORK/bench_fpm.md" 2>&1 || log "bench_fpm failed"
 [ -n "$SPK_PID" ] && kill_pid "$SPK_PID" TERM
 del_ns "$SPK_NS"
 python3 "$PY/report.py" "$WORK" | append_results "$OUT" > /dev/null

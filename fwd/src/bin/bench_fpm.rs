@@ -8,8 +8,11 @@
 //! generation per read) and publish. Then the same for the withdrawals.
 //!
 //! ```text
-//! cargo run --release --bin bench_fpm [-- --data DIR] [--rounds N] [--shuffle]
+//! cargo run --release --bin bench_fpm [-- --data DIR] [--rounds N] [--shuffle] [--generation-mib M]
 //! ```
+//! `--generation-mib M`: M reads (M MiB of the stream) make one generation
+//! (default 1, as the FPM thread hands them over): what larger generations
+//! would give (`bench-results/fpm.md`, 2026-12-07).
 //! The stream is in the table file's order (sorted by prefix) unless
 //! `--shuffle`: then in a fixed random order. zebra's real order lies in
 //! between (bgpd packs prefixes of equal attributes into one UPDATE, each
@@ -112,9 +115,10 @@ struct Took {
     generations: u64,
 }
 
-/// Feeds `bytes` in reads of `CHUNK`.
+/// Feeds `bytes` in reads of `CHUNK`, `reads` of them a generation.
 fn ingest(
     bytes: &[u8],
+    reads: usize,
     tr: &Translate,
     c: &mut FpmControl,
     w: &mut qsbr::Writer<Tables>,
@@ -124,12 +128,20 @@ fn ingest(
     let t = Instant::now();
     let mut feed = 0.0;
     let mut ing = Ingest::new(tr);
-    for chunk in bytes.chunks(CHUNK) {
-        let f = Instant::now();
-        let r = ing.feed(chunk);
-        feed += f.elapsed().as_secs_f64();
-        assert!(r.broken.is_none() && r.refused == 0, "{:?}", r.last_error);
-        c.event(FpmEvent::Batch(r.ops), w, acl_w, Instant::now());
+    for generation in bytes.chunks(CHUNK * reads) {
+        let mut ops = Vec::new();
+        for chunk in generation.chunks(CHUNK) {
+            let f = Instant::now();
+            let mut r = ing.feed(chunk);
+            if ops.is_empty() {
+                ops = std::mem::take(&mut r.ops);
+            } else {
+                ops.append(&mut r.ops);
+            }
+            feed += f.elapsed().as_secs_f64();
+            assert!(r.broken.is_none() && r.refused == 0, "{:?}", r.last_error);
+        }
+        c.event(FpmEvent::Batch(ops), w, acl_w, Instant::now());
         w.reclaim();
     }
     Took {
@@ -144,15 +156,23 @@ fn main() {
     let mut data: Option<PathBuf> = None;
     let mut rounds = 3;
     let mut shuffle = false;
+    let mut reads = 1;
+    let usage = || -> ! {
+        eprintln!("usage: bench_fpm [--data DIR] [--rounds N] [--shuffle] [--generation-mib M]");
+        std::process::exit(2)
+    };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--data" => data = args.next().map(PathBuf::from),
             "--rounds" => rounds = args.next().and_then(|n| n.parse().ok()).unwrap_or(3),
             "--shuffle" => shuffle = true,
-            _ => {
-                eprintln!("usage: bench_fpm [--data DIR] [--rounds N] [--shuffle]");
-                std::process::exit(2);
+            "--generation-mib" => {
+                reads = match args.next().and_then(|n| n.parse().ok()) {
+                    Some(m) if m > 0 => m,
+                    _ => usage(),
+                }
             }
+            _ => usage(),
         }
     }
     let (mut pfx, mut what) = match data.map_or_else(|| fwd::corpus::dir("routing"), Ok) {
@@ -176,7 +196,7 @@ fn main() {
     let n = pfx.len() as f64;
     let adds = stream(&pfx, RouteOp::Add);
     let dels = stream(&pfx, RouteOp::Del);
-    println!("# bench_fpm\n\n{what}; stream {:.1} MB of adds, {:.1} MB of deletes, read in {} KiB chunks.\n",
+    println!("# bench_fpm\n\n{what}; stream {:.1} MB of adds, {:.1} MB of deletes, read in {} KiB chunks, {reads} a generation.\n",
         adds.len() as f64 / 1e6, dels.len() as f64 / 1e6, CHUNK / 1024);
     println!("Per route: the FPM thread's share (decode + translate) and the control lcore's (apply + publish), in us.\n");
     println!("| round | decode only (M msg/s) | ingest adds (M routes/s) | adds: decode+translate / apply (us) | generations | ingest deletes (M routes/s) | deletes: decode+translate / apply (us) |");
@@ -208,11 +228,11 @@ fn main() {
         };
         let mut c = FpmControl::new(&settings, Arc::default());
         c.event(FpmEvent::Connected, &mut w, &acl_w, Instant::now());
-        let add = ingest(&adds, &tr, &mut c, &mut w, &acl_w);
+        let add = ingest(&adds, reads, &tr, &mut c, &mut w, &acl_w);
         let (v4, v6) = w.current().routing.route_count(0);
         assert_eq!(c.rib().len() as f64, n, "every route held");
         assert!(v4 + v6 >= pfx.len(), "every route installed");
-        let del = ingest(&dels, &tr, &mut c, &mut w, &acl_w);
+        let del = ingest(&dels, reads, &tr, &mut c, &mut w, &acl_w);
         assert_eq!(c.rib().len(), 0);
         let us = |s: f64| s * 1e6 / n;
         println!(
