@@ -133,13 +133,14 @@ fn ingest(
         for chunk in generation.chunks(CHUNK) {
             let f = Instant::now();
             let mut r = ing.feed(chunk);
+            feed += f.elapsed().as_secs_f64();
+            assert!(r.broken.is_none() && r.refused == 0, "{:?}", r.last_error);
+            // Made one list outside the FPM thread's share (the apply's).
             if ops.is_empty() {
                 ops = std::mem::take(&mut r.ops);
             } else {
                 ops.append(&mut r.ops);
             }
-            feed += f.elapsed().as_secs_f64();
-            assert!(r.broken.is_none() && r.refused == 0, "{:?}", r.last_error);
         }
         c.event(FpmEvent::Batch(ops), w, acl_w, Instant::now());
         w.reclaim();
