@@ -417,10 +417,7 @@ impl<const W: u32> Fib<W> {
             // routes).
             let k = (lo >> (shift - 8)) as usize & 0xff;
             if Self::within(lo, hi, shift - 8, k) && !Self::whole(lo, hi, shift - 8) {
-                if let Some(p) = self.alloc_pair() {
-                    self.set(Tab::Pool, 2 * p, e);
-                    self.set(Tab::Pool, 2 * p + 1, e);
-                    self.set(t, idx, Child::Pair(p, k).entry());
+                if let Some(p) = self.new_pair(t, idx, k, e, e) {
                     self.write_in_pair(t, idx, shift, p, k, lo, hi, v);
                     return;
                 }
@@ -513,10 +510,7 @@ impl<const W: u32> Fib<W> {
                 self.free_group(g);
             }
             Shape::Pair { fill, k, x } => {
-                if let Some(p) = self.alloc_pair() {
-                    self.set(Tab::Pool, 2 * p, fill);
-                    self.set(Tab::Pool, 2 * p + 1, x);
-                    self.set(t, idx, Child::Pair(p, k).entry());
+                if self.new_pair(t, idx, k, fill, x).is_some() {
                     self.free_group(g);
                 }
             }
@@ -613,6 +607,18 @@ impl<const W: u32> Fib<W> {
     /// Pair `p`'s two entries: every byte but its own, and its own.
     fn pair(&self, p: usize) -> (u32, u32) {
         (self.get(Tab::Pool, 2 * p), self.get(Tab::Pool, 2 * p + 1))
+    }
+
+    /// Entry `t[idx]` made a new pair: `fill` everywhere but at its own
+    /// byte `k`, which holds `x`. `None`, nothing changed, when no pair can
+    /// be had ([`Fib::alloc_pair`]).
+    #[inline]
+    fn new_pair(&mut self, t: Tab, idx: usize, k: usize, fill: u32, x: u32) -> Option<usize> {
+        let p = self.alloc_pair()?;
+        self.set(Tab::Pool, 2 * p, fill);
+        self.set(Tab::Pool, 2 * p + 1, x);
+        self.set(t, idx, Child::Pair(p, k).entry());
+        Some(p)
     }
 
     /// A free pair (its entries to be written by the caller), taking a
