@@ -106,8 +106,13 @@ control:
         ns.exec(&["ip", "link", "set", "lo", "up"]).unwrap();
         ns.exec(&["ip", "route", "add", "default", "via", gw4])
             .unwrap();
-        ns.exec(&["ip", "-6", "route", "add", "default", "via", gw6])
-            .unwrap();
+        // A metric of its own: an advertisement from the appliance may have
+        // installed the kernel's default route (metric 1024) by now, and a
+        // second default route with the same metric is refused.
+        ns.exec(&[
+            "ip", "-6", "route", "add", "default", "via", gw6, "metric", "512",
+        ])
+        .unwrap();
     }
     Lan {
         _daemon: daemon,
