@@ -155,10 +155,23 @@ fn event(sock: &std::path::Path, name: &str) -> u64 {
 #[test]
 fn hosts_are_learned_and_traceroute_shows_the_appliance() {
     let lan = lan("learn", "", "");
-    assert_eq!(pings(&lan.h1, 3, "10.79.2.2"), 3, "IPv4 h1 -> h2");
-    assert_eq!(pings(&lan.h2, 3, "10.79.1.2"), 3, "IPv4 h2 -> h1");
-    assert_eq!(pings(&lan.h1, 3, "fd79:2::2"), 3, "IPv6 h1 -> h2");
-    assert_eq!(pings(&lan.h2, 3, "fd79:1::2"), 3, "IPv6 h2 -> h1");
+    // A lost ping says why: the neighbour table and the drop and
+    // neighbour counters (the messages are made only on failure).
+    let why = || {
+        format!(
+            "neighbours: {:?}\nstats: {}",
+            neigh_json(&lan.sock),
+            fwdctl(&lan.sock, &["--json", "stats"])
+        )
+    };
+    for (host, dst, what) in [
+        (&lan.h1, "10.79.2.2", "IPv4 h1 -> h2"),
+        (&lan.h2, "10.79.1.2", "IPv4 h2 -> h1"),
+        (&lan.h1, "fd79:2::2", "IPv6 h1 -> h2"),
+        (&lan.h2, "fd79:1::2", "IPv6 h2 -> h1"),
+    ] {
+        assert_eq!(pings(host, 3, dst), 3, "{what}\n{}", why());
+    }
 
     // The workers report what they learn to the control thread, which
     // enters it in its own turns: the table can lag the replies by tens of
