@@ -401,7 +401,10 @@ fn run() -> Result<()> {
             channels: channels.clone(),
             pool: Arc::clone(&pool),
             counters: Arc::clone(&host_counters),
-            snapshot: Box::new(move || h.snapshot().ok().map(|(_, t)| t)),
+            snapshot: Box::new(move || {
+                let (_, t) = h.snapshot().ok()?;
+                Some(Box::new(t) as fwd::hostif::path::TablesCopy)
+            }),
         };
         let ifindexes = path.ifindexes();
         (

@@ -59,6 +59,48 @@ pub enum Request {
     NeighFlush(Option<u16>, Sender<Result<Done, ErrorBody>>),
     /// From the FPM thread; answered once applied.
     Fpm(fpm::FpmEvent, Sender<()>),
+    /// A reader's [`Snapshot`], given back to be dropped here (see there).
+    Release(Tables),
+}
+
+/// A reader's copy of the last published tables. Dropped, it goes back to
+/// the control lcore, which drops it between its own turns.
+///
+/// A reader's copy may be the last to hold a version the writer has moved
+/// on from (a dump of the full view that outlives a batch), and dropping
+/// that frees what only it held, under the lock of the tables' lineage
+/// (`route::larc`) that the writer takes for its next copy. Dropped on a
+/// dump's thread, which runs under SCHED_IDLE (`server::low_priority`),
+/// the free would hold that lock at the lowest priority there is: any other
+/// thread ready on that CPU (the FPM thread, a session, a process of the
+/// box) would keep the lock holder off the CPU while the writer waits for
+/// it. Given back, the free is the writer's own, at its priority, as it
+/// would have been had no reader held the version; a reader's copy never
+/// takes that lock.
+pub struct Snapshot {
+    tables: Option<Tables>,
+    to_writer: Sender<Request>,
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = Tables;
+
+    fn deref(&self) -> &Tables {
+        match &self.tables {
+            Some(t) => t,
+            None => unreachable!("taken only by drop"),
+        }
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        if let Some(t) = self.tables.take() {
+            // The control lcore has stopped: no writer to wait, so it goes
+            // here (with the failed send).
+            let _ = self.to_writer.send(Request::Release(t));
+        }
+    }
 }
 
 /// The neighbour table as `neigh show` reports it.
@@ -147,17 +189,25 @@ impl ControlHandle {
     }
 
     /// The last published tables and their generation (never waits for
-    /// the writer).
+    /// the writer). Dropped, the copy goes back to the control lcore (see
+    /// [`Snapshot`]).
     ///
     /// # Errors
     /// None today; kept so callers need not change if reads ever can fail.
-    pub fn snapshot(&self) -> Result<(u64, Tables), ErrorBody> {
-        Ok(self
+    pub fn snapshot(&self) -> Result<(u64, Snapshot), ErrorBody> {
+        let (generation, tables) = self
             .board
             .tables
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone())
+            .clone();
+        Ok((
+            generation,
+            Snapshot {
+                tables: Some(tables),
+                to_writer: self.tx.clone(),
+            },
+        ))
     }
 
     /// Versioning state, as last posted (at most [`POST_INTERVAL`] old, and
@@ -534,6 +584,7 @@ fn serve(mut st: ControlState, rx: &Receiver<Request>, board: &Board) -> Control
                     rule_ids: Vec::new(),
                 }));
             }
+            Ok(Request::Release(t)) => drop(t),
             Err(RecvTimeoutError::Timeout) => {
                 // Reclaim at the old pace even when woken more often.
                 if last_reclaim.elapsed() >= RECLAIM_INTERVAL {
@@ -565,6 +616,11 @@ mod tests {
     use crate::tables::PortInfo;
 
     fn lcore() -> (ControlLcore, qsbr::Reader<Tables>) {
+        let (st, reader) = state();
+        (ControlLcore::start(st, None).expect("spawn"), reader)
+    }
+
+    fn state() -> (ControlState, qsbr::Reader<Tables>) {
         let acl = acl::ClassifierWriter::new(acl::Config::default());
         let cfg = acl::Config {
             capacity: 1024,
@@ -590,7 +646,51 @@ mod tests {
             events: link::EventLog::new(),
             fpm: None,
         };
-        (ControlLcore::start(st, None).expect("spawn"), reader)
+        (st, reader)
+    }
+
+    #[test]
+    fn a_dropped_snapshot_goes_back_to_the_control_lcore() {
+        let (st, _reader) = state();
+        let (tx, rx) = mpsc::channel();
+        let h = ControlHandle {
+            tx,
+            board: Arc::new(Board::new(&st)),
+        };
+        let (generation, snap) = h.snapshot().expect("snapshot");
+        assert_eq!(generation, st.writer.generation());
+        let uid = snap.uid();
+        assert!(rx.try_recv().is_err(), "nothing sent while it is held");
+        drop(snap);
+        match rx.try_recv() {
+            Ok(Request::Release(t)) => assert_eq!(t.uid(), uid, "that very copy"),
+            Ok(_) => panic!("a release was expected"),
+            Err(e) => panic!("the copy was dropped here: {e}"),
+        }
+        // With the control lcore gone, a copy is dropped where it is.
+        drop(rx);
+        let (_, snap) = h.snapshot().expect("snapshot");
+        drop(snap);
+    }
+
+    #[test]
+    fn the_control_lcore_drops_copies_given_back_and_goes_on() {
+        let (c, mut reader) = lcore();
+        let h = c.handle();
+        let (_, held) = h.snapshot().expect("snapshot");
+        // The writer moves on while a reader holds the old version.
+        let done = h.apply(vec![rule(1, 1001)]).expect("rule add");
+        drop(reader.snapshot());
+        assert!(held.acl.is_empty(), "the copy is of the version before");
+        drop(held);
+        let next = h.apply(vec![rule(2, 1002)]).expect("rule add");
+        assert_eq!(next.generation, done.generation + 1);
+        let (_, t) = h.snapshot().expect("snapshot");
+        assert_eq!(t.acl.len(), 2);
+        drop(t);
+        drop(h);
+        drop(reader);
+        c.stop();
     }
 
     fn rule(id: u32, dport: u16) -> Change {

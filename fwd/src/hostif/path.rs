@@ -79,8 +79,12 @@ pub struct HostPath {
     pub pool: Arc<Mempool>,
     pub counters: Arc<HostCounters>,
     /// The published tables (`None` once the control lcore has stopped).
-    pub snapshot: Box<dyn Fn() -> Option<Tables> + Send>,
+    pub snapshot: Box<dyn Fn() -> Option<TablesCopy> + Send>,
 }
+
+/// A copy of the published tables, as the control side hands it out (its
+/// drop may give it back there rather than free it here).
+pub type TablesCopy = Box<dyn std::ops::Deref<Target = Tables> + Send>;
 
 /// The running thread (stopped and joined when dropped).
 pub type HostThread = crate::thread::StoppableThread;

@@ -31,6 +31,15 @@
 //! after it, and the batch took longer under 5 and 10 dumping clients than
 //! with the dumps on the control lcore's CPU (`bench-results/dumps.md`):
 //! the writer shares caches and memory with them even with a CPU of its own.
+//!
+//! A thread this low must never hold what the writer waits for. The one lock
+//! they shared was the tables' lineage lock (`route::larc`), taken by the
+//! drop of a dump's copy of the tables when that copy was the last holder of
+//! a version the writer had moved on from: with any other thread ready on
+//! that CPU, the writer's next copy waited for the dump thread's turn, up to
+//! ~1.5 s for a free of ~10 ms (`bench-results/dumps.md`, 2026-12-07). The
+//! copy now goes back to the control lcore, which frees it
+//! ([`crate::control::Snapshot`]).
 
 #![allow(unsafe_code)]
 

@@ -19,7 +19,7 @@ use super::session::send;
 use super::{PortMeta, ServerContext, Shutdown};
 use crate::acl;
 use crate::control::ports::port_stats;
-use crate::control::{route_to_wire, RouteSelector};
+use crate::control::{route_to_wire, RouteSelector, Snapshot};
 use crate::dpdk::port;
 use crate::route::{self, Prefix, Target};
 use crate::stats::{DropReason, StatsSnapshot};
@@ -83,7 +83,7 @@ pub(super) fn neigh_flush(ctx: &ServerContext, dev: Option<&str>) -> Result<Resp
     ctx.control.neigh_flush(port).map(Response::Done)
 }
 
-fn snapshot(ctx: &ServerContext) -> Result<(u64, Tables), ErrorBody> {
+fn snapshot(ctx: &ServerContext) -> Result<(u64, Snapshot), ErrorBody> {
     ctx.control.snapshot()
 }
 
