@@ -19,7 +19,7 @@ use super::session::send;
 use super::{PortMeta, ServerContext, Shutdown};
 use crate::acl;
 use crate::control::ports::port_stats;
-use crate::control::{route_to_wire, RouteSelector, Snapshot};
+use crate::control::{route_to_wire, NeighReport, RouteSelector, Snapshot};
 use crate::dpdk::port;
 use crate::route::{self, Prefix, Target};
 use crate::stats::{DropReason, StatsSnapshot};
@@ -65,8 +65,34 @@ pub(super) fn answer(w: &mut Writer, ctx: &ServerContext, id: u64, req: Request)
                     .clone(),
             )),
         ),
-        stream => low_priority::run(ctx.dump_cpu, || dump(w, ctx, id, &stream)),
+        stream => {
+            // What sits behind a lock the control lcore also takes (the
+            // board's tables and neighbour report) is read here, at the
+            // session's priority: a thread under SCHED_IDLE must never hold
+            // what the writer waits for. The dump thread formats and writes.
+            let input = match dump_input(ctx, &stream) {
+                Ok(i) => i,
+                Err(e) => return send(w, &ResponseLine::error(id, e)),
+            };
+            low_priority::run(ctx.dump_cpu, || dump(w, ctx, id, &stream, &input))
+        }
     }
+}
+
+/// What a dump reads from the control lcore's board.
+struct DumpInput {
+    tables: Snapshot,
+    /// For `neigh show` only.
+    neigh: Option<NeighReport>,
+}
+
+fn dump_input(ctx: &ServerContext, req: &Request) -> Result<DumpInput, ErrorBody> {
+    let (_, tables) = snapshot(ctx)?;
+    let neigh = match req {
+        Request::NeighShow { .. } => Some(ctx.control.neighbours()?),
+        _ => None,
+    };
+    Ok(DumpInput { tables, neigh })
 }
 
 pub(super) fn neigh_flush(ctx: &ServerContext, dev: Option<&str>) -> Result<Response, ErrorBody> {
@@ -88,11 +114,14 @@ fn snapshot(ctx: &ServerContext) -> Result<(u64, Snapshot), ErrorBody> {
 }
 
 /// Streams a dump from one snapshot.
-fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Result<()> {
-    let (_, t) = match snapshot(ctx) {
-        Ok(s) => s,
-        Err(e) => return send(w, &ResponseLine::error(id, e)),
-    };
+fn dump(
+    w: &mut Writer,
+    ctx: &ServerContext,
+    id: u64,
+    req: &Request,
+    input: &DumpInput,
+) -> io::Result<()> {
+    let t = &*input.tables;
     let mut count = 0u64;
     let mut item = |w: &mut Writer, i: Item| -> io::Result<()> {
         count += 1;
@@ -105,7 +134,7 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
                 Err(e) => return send(w, &ResponseLine::error(id, e)),
             };
             for (vrf, p, e) in sel.routes(&t.routing) {
-                item(w, Item::Route(route_to_wire(&t, vrf, p, e)))?;
+                item(w, Item::Route(route_to_wire(t, vrf, p, e)))?;
             }
         }
         Request::RuleShow { id: want } | Request::RuleCounters { id: want } => {
@@ -117,7 +146,7 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
                     continue;
                 }
                 let i = if matches!(req, Request::RuleShow { .. }) {
-                    Item::Rule(crate::control::rule_to_wire(&t, e.rule()))
+                    Item::Rule(crate::control::rule_to_wire(t, e.rule()))
                 } else {
                     let s = ctx.rule_counters.read(e.slot());
                     Item::RuleCounters(wire::RuleCounters {
@@ -141,7 +170,7 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
                     Item::Nexthop(NexthopEntry {
                         id: nid,
                         via: nh.gateway,
-                        dev: port_name(&t, nh.port),
+                        dev: port_name(t, nh.port),
                         refs: u64::from(t.routing.nexthop_refs(nid))
                             + t.mgmt.rule_nexthops.count(nid) as u64,
                         lladdr: nh.mac.map(Mac),
@@ -169,12 +198,9 @@ fn dump(w: &mut Writer, ctx: &ServerContext, id: u64, req: &Request) -> io::Resu
             }
         }
         Request::NeighShow { dev } => {
-            let report = match ctx.control.neighbours() {
-                Ok(r) => r,
-                Err(e) => return send(w, &ResponseLine::error(id, e)),
-            };
-            for e in report.entries {
-                let name = port_name(&t, e.port);
+            let entries = input.neigh.iter().flat_map(|r| &r.entries);
+            for e in entries {
+                let name = port_name(t, e.port);
                 if dev.as_ref().is_some_and(|d| *d != name) {
                     continue;
                 }
