@@ -9,32 +9,60 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 need_root
 
+# Each stage says when it starts; at the end (or at a failure) the seconds
+# each took, so a slow CI run says where its time went.
+STAGES=() STAGE_START=$(date +%s) TEST_START=$(date +%s)
+stage_close() {
+    local now
+    now=$(date +%s)
+    [ ${#STAGES[@]} -eq 0 ] || STAGES[-1]+=" $((now - STAGE_START)) s"
+    STAGE_START=$now
+}
+stage() {
+    stage_close
+    STAGES+=("$1:")
+    echo "test: $1"
+}
+stage_times() {
+    stage_close
+    echo "test: seconds per stage ($(( $(date +%s) - TEST_START )) s in all):"
+    printf 'test:   %s\n' "${STAGES[@]}"
+}
+trap stage_times EXIT
+
+stage "setup (deploy/setup.sh)"
 "$ROOT/deploy/setup.sh"
 cd "$ROOT"
-echo "test: cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all -- --check
-echo "test: cargo clippy"
+stage "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-echo "test: cargo doc (the internals' documentation: no broken link)"
+stage "cargo doc (the internals' documentation: no broken link)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --quiet
-echo "test: cargo build (the end-to-end tests run the real fwd and fwdctl binaries)"
-cargo build --workspace --bins
-echo "test: cargo test"
+# One build of the whole workspace with the tests' feature set: it also makes
+# target/debug/fwd and fwdctl, which the end-to-end tests and the TRex tests
+# run. (A separate `cargo build` resolves features without the
+# dev-dependencies and so compiles fwd and several crates a second time.)
+stage "cargo test --no-run (every test, and the fwd and fwdctl binaries)"
+cargo test --workspace --no-run 2>&1
+stage "cargo test"
 cargo test --workspace --no-fail-fast 2>&1
 # The tests that need the published corpora are ignored by a plain `cargo
 # test`; they run here when the data is there (FWD_DATA, see deploy/lib.sh).
-corpus_tests="$(cargo test -p fwd --lib corpus_ -- --ignored --list 2>/dev/null | grep -c ': test$' || true)"
+# --workspace, as above, so that they reuse its build.
+corpus_tests="$(cargo test --workspace --lib corpus_ -- --ignored --list 2>/dev/null | grep -c ': test$' || true)"
 if find_corpora; then
-    echo "test: $corpus_tests corpus tests with FWD_DATA=$FWD_DATA"
-    cargo test -p fwd --lib corpus_ -- --ignored 2>&1
+    stage "$corpus_tests corpus tests with FWD_DATA=$FWD_DATA"
+    cargo test --workspace --lib corpus_ -- --ignored 2>&1
 else
     echo "test: SKIPPED $corpus_tests corpus tests (ClassBench sets, full routing tables): $corpora_missing"
     echo "test: the generated-data tests (generated_classbench_*, generated_full_tables_*) ran above"
 fi
-echo "test: TRex profiles, search driver and replay through fwd (deploy/trex/tests)"
+stage "TRex profiles, search driver and replay through fwd (deploy/trex/tests)"
 (cd "$ROOT/deploy/trex" && "$TREX_PY" -m unittest discover -s tests -t . -v 2>&1)
-echo "test: fuzz targets, a short run each (deploy/fuzz.sh --short)"
+stage "fuzz targets, a short run each (deploy/fuzz.sh --short)"
 "$ROOT/deploy/fuzz.sh" --short
-echo "test: loom models of publish / quiesce / reclaim"
+# The loom profile (Cargo.toml): optimized, without the release profile's LTO.
+stage "loom models of publish / quiesce / reclaim"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
-    cargo test -p fwd --release --lib qsbr::loom 2>&1
+    cargo test -p fwd --profile loom --lib qsbr::loom 2>&1

@@ -1,6 +1,6 @@
 //! End to end through the control socket: the real `fwd` daemon and the real
-//! `fwdctl` binary (built by `cargo build --workspace --bins`, which the test
-//! command runs first). Changes are visible in the tables at once; bad
+//! `fwdctl` binary (built beside `fwd` by `cargo test --workspace`, as the
+//! test command runs it). Changes are visible in the tables at once; bad
 //! input of every kind changes nothing.
 
 mod common;

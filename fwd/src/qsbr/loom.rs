@@ -1,10 +1,11 @@
 //! loom models of the publish / quiesce / reclaim protocol.
 //!
-//! Run (from the crate; a separate target dir keeps the normal build cached):
+//! Run (a separate target dir keeps the normal build cached; the `loom`
+//! profile is release without LTO, see the root `Cargo.toml`):
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release --lib qsbr::loom
+//!     cargo test -p fwd --profile loom --lib qsbr::loom
 //! ```
 //!
 //! Every payload lives in a `loom::cell::UnsafeCell` that its destructor

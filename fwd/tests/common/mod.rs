@@ -46,7 +46,7 @@ pub fn fwdctl_output(sock: &Path, args: &[&str]) -> Output {
     let bin = fwdctl_bin();
     assert!(
         bin.exists(),
-        "{} missing: run `cargo build --workspace --bins` first (deploy/test.sh does)",
+        "{} missing: `cargo test --workspace` builds it (`-p fwd` alone does not)",
         bin.display()
     );
     Command::new(bin)
