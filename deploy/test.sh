@@ -65,4 +65,4 @@ stage "fuzz targets, a short run each (deploy/fuzz.sh --short)"
 # The loom profile (Cargo.toml): optimized, without the release profile's LTO.
 stage "loom models of publish / quiesce / reclaim"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
-    cargo test -p fwd --profile loom --lib qsbr::loom 2>&1
+    cargo test -p qsbr --profile loom --lib 2>&1

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p fwd --profile loom --lib qsbr::loom
+//!     cargo test -p qsbr --profile loom --lib
 //! ```
 //!
 //! Every payload lives in a `loom::cell::UnsafeCell` that its destructor

@@ -1,5 +1,5 @@
 #![doc = include_str!("QSBR.md")]
-// The one place besides `dpdk` where `unsafe` is allowed: the published root is
+// With fwd's `dpdk`, a place where `unsafe` is allowed: the published root is
 // a raw pointer that readers dereference without touching a refcount. Every
 // block says why it holds; the argument as a whole is in QSBR.md.
 #![allow(unsafe_code)]
