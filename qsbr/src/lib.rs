@@ -1,7 +1,8 @@
 #![doc = include_str!("QSBR.md")]
-// With fwd's `dpdk`, a place where `unsafe` is allowed: the published root is
-// a raw pointer that readers dereference without touching a refcount. Every
-// block says why it holds; the argument as a whole is in QSBR.md.
+// One of the few places where `unsafe` is allowed (the root Cargo.toml lists
+// them): the published root is a raw pointer that readers dereference without
+// touching a refcount. Every block says why it holds; the argument as a whole
+// is in QSBR.md.
 #![allow(unsafe_code)]
 
 mod sync;
