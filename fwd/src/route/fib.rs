@@ -901,8 +901,11 @@ impl Fib<128> {
     /// `bench-results/throughput_v6.md`). The levels that read only bits
     /// every lane shares are walked once for the burst (the IPv6 fast path
     /// -20% instructions a packet, 1000 /64 routes in one /48; random table
-    /// addresses +5 instructions a lookup, `bench-results/fib.md`). `out`
-    /// must be at least as long as `dsts`.
+    /// addresses +5 instructions a lookup, `bench-results/fib.md`); the
+    /// level below them is one group (or pair) for every lane, whose page is
+    /// found once (the same recipe 247 -> 228 instructions a packet,
+    /// `bench-results/throughput_v6.md`, 2026-12-07). `out` must be at least
+    /// as long as `dsts`.
     #[inline]
     pub(crate) fn lookup_burst(&self, dsts: &[u128], out: &mut [u32]) {
         let mut at = [&0u32; BURST_MAX];
@@ -953,6 +956,9 @@ impl Fib<128> {
         // only when the burst's first and last lanes share those 32 bits,
         // so lanes from all over the table pay one compare, not a pass
         // (`bench-results/fib.md`, 2026-12-04).
+        // Whether every lane holds the same entry, the shared levels' last:
+        // then the next level is one group (or one pair) for all of them.
+        let mut one_entry = false;
         if (dsts[0] ^ dsts[n - 1]) >> 96 == 0 {
             let differ = hi[..n].iter().fold(0, |a, &h| a | (h ^ hi[0]));
             let shared_to = 136 - differ.leading_zeros();
@@ -962,6 +968,7 @@ impl Fib<128> {
                 let v = *pool.get(next_index(out[0], byte));
                 out.fill(v);
                 any = v;
+                one_entry = true;
             }
         }
         while any & EXT != 0 && shift >= 8 {
@@ -973,43 +980,67 @@ impl Fib<128> {
             } else {
                 (&lo, shift)
             };
-            // This level's entry of every lane, branch-free: which lanes
-            // still descend is data-dependent and unpredictable, and a
-            // mispredicted branch would squash the loads in flight. A lane
-            // that has finished walks to pool entry 0 (a hot line) and keeps
-            // the address of its own entry (a select, not a branch).
-            // The same pass counts the lanes in the previous lane's page.
-            // Without a pair among the lanes' entries (one branch a level),
-            // the groups' index alone: a pair's select in every lane cost
-            // the IPv6 fast path ~10% in-process (`bench-results/route.md`).
-            let same = if pairs {
-                level_indexes_paired(&out[..n], words, sh, &mut idx)
-            } else {
-                level_indexes(&out[..n], words, sh, &mut idx, |e, b| {
-                    ((e & GROUP_MASK) as usize) << 8 | b
-                })
-            };
-            // Every lane's miss in flight at once, before any lane waits.
-            // When most lanes are in the previous lane's page (a burst
-            // through a few groups: few routes, or flows in trains), a lane
-            // there reuses its page instead of walking the pool's directory
-            // again; otherwise every lane walks it, without a branch a lane.
-            if 2 * same >= n {
-                let mut memo = (idx[0] / PAGE, pool.page(idx[0] / PAGE));
-                for k in 0..n {
-                    let i = idx[k];
-                    if i / PAGE != memo.0 {
-                        memo = (i / PAGE, pool.page(i / PAGE));
+            if std::mem::take(&mut one_entry) {
+                // Below the shared levels every lane descends from the same
+                // entry, into one group or one pair: entries of one page of
+                // the pool (a group's 256 are in one page, a pair's two are
+                // side by side), found once for the burst; a lane's entry is
+                // its byte's place there, with no index pass, no page memo
+                // and no select for finished lanes (none has finished).
+                let e = out[0];
+                let page = pool.page(next_index(e, 0) / PAGE);
+                if pairs {
+                    for k in 0..n {
+                        let byte = (words[k] >> sh) as usize & 0xff;
+                        at[k] = &page[next_index(e, byte) % PAGE];
+                        arch::prefetch(at[k]);
                     }
-                    let next = &memo.1[i % PAGE];
-                    at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
-                    arch::prefetch(at[k]);
+                } else {
+                    let group = &page[((e & GROUP_MASK) as usize) << 8 & (PAGE - 1)..][..GROUP];
+                    for k in 0..n {
+                        at[k] = &group[(words[k] >> sh) as usize & 0xff];
+                        arch::prefetch(at[k]);
+                    }
                 }
             } else {
-                for k in 0..n {
-                    let next = pool.get(idx[k]);
-                    at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
-                    arch::prefetch(at[k]);
+                // This level's entry of every lane, branch-free: which lanes
+                // still descend is data-dependent and unpredictable, and a
+                // mispredicted branch would squash the loads in flight. A lane
+                // that has finished walks to pool entry 0 (a hot line) and keeps
+                // the address of its own entry (a select, not a branch).
+                // The same pass counts the lanes in the previous lane's page.
+                // Without a pair among the lanes' entries (one branch a level),
+                // the groups' index alone: a pair's select in every lane cost
+                // the IPv6 fast path ~10% in-process (`bench-results/route.md`).
+                let same = if pairs {
+                    level_indexes_paired(&out[..n], words, sh, &mut idx)
+                } else {
+                    level_indexes(&out[..n], words, sh, &mut idx, |e, b| {
+                        ((e & GROUP_MASK) as usize) << 8 | b
+                    })
+                };
+                // Every lane's miss in flight at once, before any lane waits.
+                // When most lanes are in the previous lane's page (a burst
+                // through a few groups: few routes, or flows in trains), a lane
+                // there reuses its page instead of walking the pool's directory
+                // again; otherwise every lane walks it, without a branch a lane.
+                if 2 * same >= n {
+                    let mut memo = (idx[0] / PAGE, pool.page(idx[0] / PAGE));
+                    for k in 0..n {
+                        let i = idx[k];
+                        if i / PAGE != memo.0 {
+                            memo = (i / PAGE, pool.page(i / PAGE));
+                        }
+                        let next = &memo.1[i % PAGE];
+                        at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
+                        arch::prefetch(at[k]);
+                    }
+                } else {
+                    for k in 0..n {
+                        let next = pool.get(idx[k]);
+                        at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
+                        arch::prefetch(at[k]);
+                    }
                 }
             }
             // A lane that has finished kept its entry's address above, so
