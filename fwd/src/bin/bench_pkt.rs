@@ -4,7 +4,9 @@
 //! checksum check, a mixed v4/v6/VLAN/TCP burst, stage-wise over a `[Parsed; 32]`),
 //! the common-case recognisers (`parse_plain_v4`, `parse_plain_v6`), and the worker's whole fast path
 //! (`Pipeline::fast`: recognise, one batched lookup in a 1000-route table, rewrite;
-//! IPv4 and IPv6; the routes via one next hop, via 16 in turn, and ECMP;
+//! IPv4 and IPv6; bursts to consecutive destinations, as the daemon's
+//! throughput recipe sends them, and to 32 routes across the table; the
+//! routes via one next hop, via 16 in turn, and ECMP;
 //! and IPv4 and IPv6 with 10,000 rules loaded, answered by the worker's
 //! flow cache; UDP, TCP, ESP and ICMP echo through the whole pipeline)
 //! over plain byte frames.
@@ -278,23 +280,35 @@ fn main() {
     // permit, as the loaded forwarding recipe's; IPv4 rules, so an IPv6
     // packet's first match is the final permit of everything), the keys
     // answered by the worker's flow cache (the same 32 flows each burst:
-    // all hits once warm).
-    for (v6, via, rules) in [
-        (false, Via::Turns(1), 0),
-        (true, Via::Turns(1), 0),
-        (false, Via::Turns(16), 0),
-        (true, Via::Turns(16), 0),
-        (false, Via::Ecmp(4), 0),
-        (true, Via::Ecmp(4), 0),
-        (false, Via::Turns(1), 10_000),
-        (true, Via::Turns(1), 10_000),
+    // all hits once warm). The first two: bursts to consecutive
+    // destinations, as the daemon's throughput recipe sends them (the
+    // others go to 32 routes across the 1000).
+    for (v6, via, rules, consecutive) in [
+        (false, Via::Turns(1), 0, true),
+        (true, Via::Turns(1), 0, true),
+        (false, Via::Turns(1), 0, false),
+        (true, Via::Turns(1), 0, false),
+        (false, Via::Turns(16), 0, false),
+        (true, Via::Turns(16), 0, false),
+        (false, Via::Ecmp(4), 0, false),
+        (true, Via::Ecmp(4), 0, false),
+        (false, Via::Turns(1), 10_000, false),
+        (true, Via::Turns(1), 10_000, false),
     ] {
         let tables = fast_path::tables(v6, via, rules);
-        let routed = fast_path::burst_of(v6, "udp");
+        let routed = if consecutive {
+            fast_path::consecutive(v6)
+        } else {
+            fast_path::burst_of(v6, "udp")
+        };
         let mut scratch = Scratch::default();
         let slots = fwd::acl::Config::default().capacity as usize;
         let (_, mut writers) = fwd::acl::CounterSet::new(1, slots);
         let name = match (v6, via, rules) {
+            _ if consecutive && v6 => {
+                "worker fast path, consecutive destinations (udp6, 1000 /64 routes)"
+            }
+            _ if consecutive => "worker fast path, consecutive destinations (udp4, 1000 routes)",
             (true, _, 1..) => {
                 "worker fast path, 10k rules via the flow cache (udp6, 1000 /64 routes)"
             }
@@ -565,6 +579,33 @@ mod fast_path {
                         "esp" => build::ipv4(&spec, src, dst, 50, &[i as u8; 26]),
                         _ => build::icmp4_echo(&spec, src, dst, 7, id, payload),
                     }
+                }
+            })
+            .collect()
+    }
+
+    /// 32 UDP frames to consecutive destinations, in the order of
+    /// `deploy/bench/throughput.sh`'s pcap (`fwd-flows --dst 10.1.0.1`):
+    /// IPv4 10.1.0.1 + i, all in the first route's /24; IPv6 one /64 route
+    /// each (`net6(i)`).
+    pub fn consecutive(v6: bool) -> Vec<Vec<u8>> {
+        let spec = build::FrameSpec {
+            ttl: 255,
+            dst_mac: SMAC,
+            ..build::FrameSpec::default()
+        };
+        let payload = &[0; 18];
+        (0..BURST as u32)
+            .map(|i| {
+                let sport = 1024 + i as u16;
+                if v6 {
+                    let src =
+                        Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
+                    build::udp6(&spec, src, Ipv6Addr::from(net6(i) | 1), sport, 80, payload)
+                } else {
+                    let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
+                    let dst = Ipv4Addr::from(0x0a01_0001 + i);
+                    build::udp4(&spec, src, dst, sport, 80, payload)
                 }
             })
             .collect()

@@ -862,14 +862,32 @@ impl Fib<32> {
 
     /// Entries for a burst of at most [`BURST_MAX`] addresses (see
     /// [`Fib::first_level`]); `out` must be at least as long as `dsts`.
+    /// A burst whose lanes are all in one /24 (flows to one subnet: most
+    /// of the plain IPv4 recipe's bursts) reads its first-level entry
+    /// once, and a group's page once.
     #[inline]
     pub(crate) fn lookup_burst(&self, dsts: &[u32], out: &mut [u32]) {
-        let mut at = [&0u32; BURST_MAX];
         let out = &mut out[..dsts.len()];
+        let Some(&d0) = dsts.first() else {
+            return;
+        };
+        // The address bits in which some lane differs from lane 0.
+        let differ = dsts.iter().fold(0, |a, &d| a | (d ^ d0));
+        if differ >> 8 == 0 {
+            let e = *self.tbl24.get((d0 >> 8) as usize);
+            if e & EXT == 0 {
+                out.fill(e);
+            } else {
+                let page = self.pool.tbl.page(next_index(e, 0) / PAGE);
+                for (o, &d) in out.iter_mut().zip(dsts) {
+                    *o = page[next_index(e, (d & 0xff) as usize) % PAGE];
+                }
+            }
+            return;
+        }
+        let mut at = [&0u32; BURST_MAX];
         // Lane 0's first-level page is every lane's (see `first_level`).
-        let one_page = dsts
-            .first()
-            .is_some_and(|&d0| dsts.iter().fold(0, |a, &d| a | (d ^ d0)) >> 8 < PAGE as u32);
+        let one_page = differ >> 8 < PAGE as u32;
         self.first_level(dsts.len(), |k| (dsts[k] >> 8) as usize, one_page, &mut at);
         // Each lane's entry loaded, and a group's second level taken, in one
         // pass (`bench-results/fib.md`, 2026-12-04).

@@ -101,9 +101,9 @@ fn assert_bursts_as_single<A: Copy + std::fmt::LowerHex>(
 
 /// IPv4 burst lookups whose lanes all fall in one page of the first
 /// level (its directory walked once for the burst), and bursts where
-/// one lane (first, inside, last) is in the next page or far away:
-/// every lane gets what the one-address lookup gives, /24s and the
-/// longer routes below them alike.
+/// one lane (first, inside, last) is in the next page or far away, and
+/// bursts in one /24 (its entry read once): every lane gets what the
+/// one-address lookup gives, /24s and the longer routes below them alike.
 #[test]
 fn v4_burst_lookups_in_one_first_level_page_and_across() {
     let mut f = Fib::<32>::new();
@@ -125,7 +125,11 @@ fn v4_burst_lookups_in_one_first_level_page_and_across() {
         .collect();
     let bursts = [
         page.clone(),
+        // In one /24: below a /25 (a group), across its start, and of a
+        // /24 route alone.
         (0..64).map(|k| 0x0a00_0580 + k).collect(),
+        (0..64).map(|k| 0x0a00_0560 + k).collect(),
+        (0..64).map(|k| 0x0a00_0300 + 3 * k).collect(),
         // One lane in the next page: the first, one inside, the last.
         one_lane_elsewhere(&page, 0, 0x0a04_0000),
         one_lane_elsewhere(&page, 17, 0x0a04_0681),
