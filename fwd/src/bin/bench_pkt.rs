@@ -296,11 +296,7 @@ fn main() {
         (true, Via::Turns(1), 10_000, false),
     ] {
         let tables = fast_path::tables(v6, via, rules);
-        let routed = if consecutive {
-            fast_path::consecutive(v6)
-        } else {
-            fast_path::burst_of(v6, "udp")
-        };
+        let routed = fast_path::burst_of(v6, "udp", consecutive);
         let mut scratch = Scratch::default();
         let slots = fwd::acl::Config::default().capacity as usize;
         let (_, mut writers) = fwd::acl::CounterSet::new(1, slots);
@@ -353,7 +349,7 @@ fn main() {
         (true, "udp"),
     ] {
         let tables = fast_path::tables(v6, Via::Turns(1), 0);
-        let frames = fast_path::burst_of(v6, proto);
+        let frames = fast_path::burst_of(v6, proto, false);
         let mut scratch = Scratch::default();
         let (_, mut writers) = fwd::acl::CounterSet::new(1, 16);
         let name = format!(
@@ -546,11 +542,14 @@ mod fast_path {
         }
     }
 
-    /// 32 frames from the in port's subnet to 32 of the routes, each with
-    /// a flow of its own: UDP (`"udp"`), TCP ACK segments (`"tcp"`), ESP
-    /// (`"esp"`: protocol 50, 26 bytes of payload) or ICMP echo requests
-    /// (`"icmp"`).
-    pub fn burst_of(v6: bool, proto: &str) -> Vec<Vec<u8>> {
+    /// 32 frames from the in port's subnet, each with a flow of its own:
+    /// UDP (`"udp"`), TCP ACK segments (`"tcp"`), ESP (`"esp"`: protocol
+    /// 50, 26 bytes of payload) or ICMP echo requests (`"icmp"`). To 32 of
+    /// the routes across the table, or (`consecutive`) to consecutive
+    /// destinations in the order of `deploy/bench/throughput.sh`'s pcap
+    /// (`fwd-flows --dst 10.1.0.1`): IPv4 10.1.0.1 + i, all in the first
+    /// route's /24; IPv6 one /64 route each.
+    pub fn burst_of(v6: bool, proto: &str, consecutive: bool) -> Vec<Vec<u8>> {
         let spec = build::FrameSpec {
             ttl: 255,
             dst_mac: SMAC,
@@ -563,7 +562,8 @@ mod fast_path {
                 if v6 {
                     let src =
                         Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
-                    let dst = Ipv6Addr::from(net6(i * 31) | 1);
+                    let route = if consecutive { i } else { i * 31 };
+                    let dst = Ipv6Addr::from(net6(route) | 1);
                     match proto {
                         "udp" => build::udp6(&spec, src, dst, sport, 80, payload),
                         "tcp" => build::tcp6(&spec, src, dst, sport, 80, 0x10, &payload[..6]),
@@ -572,40 +572,15 @@ mod fast_path {
                     }
                 } else {
                     let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
-                    let dst = Ipv4Addr::from(0x0a01_0001 + ((i * 31) << 8));
+                    // Consecutive addresses, or every 31st route's (a /24 each).
+                    let step = if consecutive { i } else { (i * 31) << 8 };
+                    let dst = Ipv4Addr::from(0x0a01_0001 + step);
                     match proto {
                         "udp" => build::udp4(&spec, src, dst, sport, 80, payload),
                         "tcp" => build::tcp4(&spec, src, dst, sport, 80, 0x10, &payload[..6]),
                         "esp" => build::ipv4(&spec, src, dst, 50, &[i as u8; 26]),
                         _ => build::icmp4_echo(&spec, src, dst, 7, id, payload),
                     }
-                }
-            })
-            .collect()
-    }
-
-    /// 32 UDP frames to consecutive destinations, in the order of
-    /// `deploy/bench/throughput.sh`'s pcap (`fwd-flows --dst 10.1.0.1`):
-    /// IPv4 10.1.0.1 + i, all in the first route's /24; IPv6 one /64 route
-    /// each (`net6(i)`).
-    pub fn consecutive(v6: bool) -> Vec<Vec<u8>> {
-        let spec = build::FrameSpec {
-            ttl: 255,
-            dst_mac: SMAC,
-            ..build::FrameSpec::default()
-        };
-        let payload = &[0; 18];
-        (0..BURST as u32)
-            .map(|i| {
-                let sport = 1024 + i as u16;
-                if v6 {
-                    let src =
-                        Ipv6Addr::from(0xfd00_0000_0000_0000_0000_0000_0000_0001 + u128::from(i));
-                    build::udp6(&spec, src, Ipv6Addr::from(net6(i) | 1), sport, 80, payload)
-                } else {
-                    let src = Ipv4Addr::new(10, 0, 0, 1 + i as u8);
-                    let dst = Ipv4Addr::from(0x0a01_0001 + i);
-                    build::udp4(&spec, src, dst, sport, 80, payload)
                 }
             })
             .collect()
