@@ -262,16 +262,15 @@ run_replay() {
         "$out.out" | tail -n 2
 }
 
-# dpdk-testpmd in forward mode $1 on the replay recipe's vdevs and lcores
-# (net_pcap replaying $2 endlessly -> net_null, one forwarding core on CPU
-# 1) for $3 s with stats every $4 s, its output in $5. Prints the Rx rates of
-# the last two periods (Mpps; the first includes start-up). With $6 = N
-# forwarding cores (default 1), N such port pairs (net_pcapK -> net_nullK,
-# ports 2K and 2K+1), lcore k on CPU k mod the CPU count, as
-# write_replay_config places fwd's workers; the rates are then the sum over
-# the N net_pcap ports.
-run_testpmd() {
-    local mode="$1" pcap="$2" secs="$3" every="$4" out="$5" cores="${6:-1}"
+# testpmd_args MODE PCAP [CORES]: dpdk-testpmd's arguments (TESTPMD_ARGS)
+# for forward mode MODE on the replay recipe's vdevs and lcores: net_pcap
+# replaying PCAP endlessly -> net_null, one forwarding core on CPU 1; with
+# CORES = N (default 1), N such port pairs (net_pcapK -> net_nullK, ports 2K
+# and 2K+1), lcore k on CPU k mod the CPU count, as write_replay_config
+# places fwd's workers. Hugepages as BENCH_HUGEPAGES says; testpmd's own
+# options last, so that a caller may add more.
+testpmd_args() {
+    local mode="$1" pcap="$2" cores="${3:-1}"
     local mem=(--in-memory) vdevs=() lcores="0@0" ncpu k
     [ "$BENCH_HUGEPAGES" = true ] || mem=(--no-huge -m 1024)
     ncpu=$(nproc)
@@ -279,10 +278,20 @@ run_testpmd() {
         vdevs+=(--vdev "net_pcap$k,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null$k,no-rx=1")
         lcores="$lcores,$((k + 1))@$(((k + 1) % ncpu))"
     done
-    timeout -s INT "$secs" dpdk-testpmd --lcores "$lcores" "${mem[@]}" --no-pci --no-telemetry \
-        --file-prefix "tpmd$$" "${vdevs[@]}" \
-        -- --forward-mode="$mode" --auto-start --stats-period "$every" --nb-cores="$cores" \
-        --rxq=1 --txq=1 --burst=32 < /dev/null > "$out" 2>&1 || true
+    TESTPMD_ARGS=(--lcores "$lcores" "${mem[@]}" --no-pci --no-telemetry --file-prefix "tpmd$$"
+        "${vdevs[@]}" -- --forward-mode="$mode" --auto-start --nb-cores="$cores"
+        --rxq=1 --txq=1 --burst=32)
+}
+
+# dpdk-testpmd (testpmd_args MODE PCAP CORES) for $3 s with stats every $4
+# s, its output in $5. Prints the Rx rates of the last two periods (Mpps;
+# the first includes start-up); with $6 = N forwarding cores, the sums over
+# the N net_pcap ports.
+run_testpmd() {
+    local mode="$1" pcap="$2" secs="$3" every="$4" out="$5" cores="${6:-1}"
+    testpmd_args "$mode" "$pcap" "$cores"
+    timeout -s INT "$secs" dpdk-testpmd "${TESTPMD_ARGS[@]}" --stats-period "$every" \
+        < /dev/null > "$out" 2>&1 || true
     awk -v last=$((2 * cores - 1)) '/NIC statistics for port/ {port = $6}
         /Rx-pps:/ && port % 2 == 0 {s += $2}
         /Tx-pps:/ && port == last {print s / 1e6; s = 0}' "$out" | tail -n 2

@@ -170,10 +170,8 @@ loop_run() {
     else
         ready="Start automatic packet forwarding"
         bin="$(command -v dpdk-testpmd)"
-        "${vg[@]}" "$bin" --lcores 0@0,1@1 --no-huge -m 1024 --no-pci --no-telemetry \
-            --file-prefix "cnt$$" --vdev "net_pcap0,rx_pcap=$dir/flows.pcap,infinite_rx=1" \
-            --vdev "net_null0,no-rx=1" -- --forward-mode=macswap --auto-start \
-            --stats-period 3600 --nb-cores=1 --rxq=1 --txq=1 --burst=32 < /dev/null > "$out" 2>&1 &
+        testpmd_args macswap "$dir/flows.pcap"
+        "${vg[@]}" "$bin" "${TESTPMD_ARGS[@]}" --stats-period 3600 < /dev/null > "$out" 2>&1 &
     fi
     pid=$!
     for _ in $(seq 1 600); do

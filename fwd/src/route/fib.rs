@@ -574,6 +574,9 @@ impl<const W: u32> Fib<W> {
         }
     }
 
+    /// Group `g`'s entries (in one page of the pool: a page holds whole
+    /// groups).
+    #[inline(always)]
     fn group(&self, g: usize) -> &[u32] {
         let off = (g * GROUP) % PAGE;
         &self.pool.tbl.page(g * GROUP / PAGE)[off..off + GROUP]
@@ -878,9 +881,11 @@ impl Fib<32> {
             if e & EXT == 0 {
                 out.fill(e);
             } else {
-                let page = self.pool.tbl.page(next_index(e, 0) / PAGE);
+                // A group: an IPv4 FIB has no pairs (see `PAIR_GROUPS`).
+                debug_assert!(e & PAIR == 0, "a pair in an IPv4 FIB");
+                let group = self.group((e & GROUP_MASK) as usize);
                 for (o, &d) in out.iter_mut().zip(dsts) {
-                    *o = page[next_index(e, (d & 0xff) as usize) % PAGE];
+                    *o = group[(d & 0xff) as usize];
                 }
             }
             return;
@@ -1006,15 +1011,15 @@ impl Fib<128> {
                 // its byte's place there, with no index pass, no page memo
                 // and no select for finished lanes (none has finished).
                 let e = out[0];
-                let page = pool.page(next_index(e, 0) / PAGE);
                 if pairs {
+                    let page = pool.page(next_index(e, 0) / PAGE);
                     for k in 0..n {
                         let byte = (words[k] >> sh) as usize & 0xff;
                         at[k] = &page[next_index(e, byte) % PAGE];
                         arch::prefetch(at[k]);
                     }
                 } else {
-                    let group = &page[((e & GROUP_MASK) as usize) << 8 & (PAGE - 1)..][..GROUP];
+                    let group = self.group((e & GROUP_MASK) as usize);
                     for k in 0..n {
                         at[k] = &group[(words[k] >> sh) as usize & 0xff];
                         arch::prefetch(at[k]);
