@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|frame: &[u8]| {
     for nic in [None, Some(true), Some(false)] {
         let mut p = pkt::Parsed::default();
-        if pkt::parse_plain_v4(frame, nic, &mut p) {
+        if pkt::parse_plain_v4(frame, nic.into(), &mut p) {
             assert_ne!(nic, Some(false), "a bad checksum the NIC reported");
             assert_eq!(pkt::parse(frame), Ok(p));
             assert!(nic.is_some() || pkt::ipv4_checksum_ok(frame, &p));

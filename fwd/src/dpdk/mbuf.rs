@@ -3,12 +3,16 @@
 //! Ownership rules, which are where real projects leak or double-free:
 //! - an [`Mbuf`] owns one packet and frees it on drop;
 //! - an [`RxBurst`] owns what `rx_burst` returned until each packet is taken
-//!   out; whatever is not taken is freed when the burst drops;
+//!   out; whatever is not taken is freed when the burst drops; until the
+//!   first is taken, it is seen as [`Received`], whose every slot holds a
+//!   packet;
 //! - a [`TxBuffer`] owns what was pushed into it; after `tx_burst` the driver
 //!   owns the first `n` sent packets and the buffer frees exactly the rest
 //!   (l3fwd's `send_burst` contract), counting them as TX-full drops.
 
 use std::ptr::NonNull;
+
+use crate::pkt::NicCsum;
 
 use super::port::TxQueue;
 
@@ -82,12 +86,11 @@ impl Mbuf {
         }
     }
 
-    /// What the NIC said of the IPv4 header checksum: `Some(true)` good,
-    /// `Some(false)` bad, `None` not checked (no offload, or not IPv4).
+    /// What the NIC said of the IPv4 header checksum.
     #[inline(always)]
-    pub fn ip_csum(&self) -> Option<bool> {
+    pub fn ip_csum(&self) -> NicCsum {
         // SAFETY: we own a valid mbuf; reading a plain field.
-        ip_csum_verdict(unsafe { (*self.ptr.as_ptr()).ol_flags })
+        NicCsum::from_ol_flags(unsafe { (*self.ptr.as_ptr()).ol_flags })
     }
 
     /// The port the packet was received on.
@@ -115,10 +118,14 @@ impl Mbuf {
     pub fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `data`; exclusive ownership (&mut self) means no other
         // reference to these bytes exists. Mbufs we forward are never clones
-        // (refcnt 1): mirrors are deep copies.
+        // (refcnt 1): mirrors are deep copies. An mbuf's buffer is never
+        // at address 0: said to the compiler, which otherwise tested it
+        // again wherever the slice became an `Option<&mut [u8]>` (twice a
+        // packet on the fast path).
         unsafe {
             let m = self.ptr.as_ptr();
             let p = ((*m).buf_addr as *mut u8).add(usize::from((*m).data_off));
+            std::hint::assert_unchecked(!p.is_null());
             std::slice::from_raw_parts_mut(p, usize::from((*m).data_len))
         }
     }
@@ -160,20 +167,6 @@ impl Drop for Mbuf {
     }
 }
 
-/// The NIC's IPv4 header checksum verdict in an mbuf's `ol_flags`.
-#[inline(always)]
-fn ip_csum_verdict(ol_flags: u64) -> Option<bool> {
-    // rte_mbuf_core.h: RTE_MBUF_F_RX_IP_CKSUM_BAD (1 << 4) and _GOOD
-    // (1 << 7); both set means NONE, neither UNKNOWN.
-    const BAD: u64 = 1 << 4;
-    const GOOD: u64 = 1 << 7;
-    match ol_flags & (BAD | GOOD) {
-        GOOD => Some(true),
-        BAD => Some(false),
-        _ => None,
-    }
-}
-
 /// What one `rx_burst` returned. Packets are taken out by index; any left
 /// behind are freed on drop.
 pub struct RxBurst {
@@ -195,9 +188,17 @@ impl RxBurst {
         &mut self.pkts
     }
 
-    pub(crate) fn set_len(&mut self, n: usize) {
+    /// The burst as the driver just filled it: `n` packets, all there.
+    ///
+    /// # Safety
+    /// The first `n` slots (`n <= BURST`) must hold mbufs that nobody else
+    /// owns or will free (what `rx_burst` wrote through
+    /// [`raw_slots`](RxBurst::raw_slots)), and the burst must have been
+    /// empty before (whatever its slots held is forgotten).
+    pub(crate) unsafe fn filled(&mut self, n: usize) -> Received<'_> {
         debug_assert!(n <= BURST);
         self.len = n.min(BURST);
+        Received { burst: self }
     }
 
     /// Number of packets received.
@@ -223,50 +224,6 @@ impl RxBurst {
         Some(unsafe { &mut *(&mut self.pkts[i] as *mut *mut dpdk_sys::rte_mbuf as *mut Mbuf) })
     }
 
-    /// Length of packet `i` (0 once taken or out of range).
-    #[inline(always)]
-    pub fn pkt_len(&self, i: usize) -> u32 {
-        if i >= self.len || self.pkts[i].is_null() {
-            return 0;
-        }
-        // SAFETY: the slot holds a valid mbuf owned by this burst.
-        unsafe { (*self.pkts[i]).pkt_len }
-    }
-
-    /// Segments of packet `i` (0 once taken or out of range).
-    #[inline(always)]
-    pub fn segments(&self, i: usize) -> u16 {
-        if i >= self.len || self.pkts[i].is_null() {
-            return 0;
-        }
-        // SAFETY: the slot holds a valid mbuf owned by this burst.
-        unsafe { (*self.pkts[i]).nb_segs }
-    }
-
-    /// What the NIC said of packet `i`'s IPv4 header checksum (see
-    /// [`Mbuf::ip_csum`]; `None` once taken or out of range).
-    #[inline(always)]
-    pub fn ip_csum(&self, i: usize) -> Option<bool> {
-        if i >= self.len || self.pkts[i].is_null() {
-            return None;
-        }
-        // SAFETY: the slot holds a valid mbuf owned by this burst.
-        ip_csum_verdict(unsafe { (*self.pkts[i]).ol_flags })
-    }
-
-    /// Packet `i`'s data when it is one segment, with the NIC's checksum
-    /// verdict: one look at the slot for what the fast path reads (None
-    /// once taken, out of range, or chained).
-    #[inline(always)]
-    pub fn single(&mut self, i: usize) -> Option<(&mut [u8], Option<bool>)> {
-        let m = self.get_mut(i)?;
-        if m.segments() != 1 {
-            return None;
-        }
-        let nic_csum = m.ip_csum();
-        Some((m.data_mut(), nic_csum))
-    }
-
     /// Moves packet `i` out of the burst.
     #[inline(always)]
     pub fn take(&mut self, i: usize) -> Option<Mbuf> {
@@ -279,40 +236,6 @@ impl RxBurst {
         unsafe { Mbuf::from_raw(p) }
     }
 
-    /// Prefetches the first cache line of packet `i`'s data.
-    #[inline(always)]
-    pub fn prefetch(&self, i: usize) {
-        if i < self.len && !self.pkts[i].is_null() {
-            // SAFETY: the slot holds a valid mbuf; computing mtod reads its
-            // fields; prefetch never faults.
-            unsafe {
-                let m = self.pkts[i];
-                let p = ((*m).buf_addr as *const u8).add(usize::from((*m).data_off));
-                #[cfg(target_arch = "x86_64")]
-                std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-            }
-        }
-    }
-}
-
-impl RxBurst {
-    /// Sends the whole burst out of `txq` in one `tx_burst`, freeing what
-    /// the driver does not take, and empties it: the common case of a
-    /// burst forwarded whole to one port, without a copy through a
-    /// [`TxBuffer`]. None (nothing sent) when a packet was taken out.
-    #[inline(always)]
-    pub fn send_all(&mut self, txq: &mut TxQueue) -> Option<Flushed> {
-        let pkts = &mut self.pkts[..self.len];
-        if pkts.iter().any(|p| p.is_null()) {
-            return None;
-        }
-        // SAFETY: every slot below len holds an mbuf owned by this burst
-        // (none null, checked above), which forgets them all (len 0).
-        let f = unsafe { send_owned(pkts, txq) };
-        self.len = 0;
-        Some(f)
-    }
-
     /// Frees every packet not taken out and empties the burst for the next
     /// `rx_burst`.
     #[inline(always)]
@@ -321,6 +244,127 @@ impl RxBurst {
             drop(self.take(i));
         }
         self.len = 0;
+    }
+}
+
+/// A burst as `rx_burst` returned it ([`RxQueue::rx`]), before any of its
+/// packets is taken out: what the stages read and rewrite in place. Every
+/// slot below its length holds a packet, so its accessors check the index
+/// only (an [`RxBurst`]'s also look for a slot emptied by
+/// [`take`](RxBurst::take), ~6 instructions a packet in the poll loop,
+/// `bench-results/counts.md`); it has no way to take a packet out, and
+/// [`into_burst`](Received::into_burst) ends it for the code that does.
+///
+/// [`RxQueue::rx`]: super::port::RxQueue::rx
+pub struct Received<'a> {
+    /// Invariant: every slot below `burst.len` holds an mbuf the burst owns.
+    burst: &'a mut RxBurst,
+}
+
+impl<'a> Received<'a> {
+    /// Number of packets received.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.burst.len
+    }
+
+    /// True when nothing was received.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.burst.len == 0
+    }
+
+    /// Packet `i`'s mbuf (None out of range).
+    #[inline(always)]
+    fn at(&self, i: usize) -> Option<*mut dpdk_sys::rte_mbuf> {
+        if i >= self.burst.len {
+            return None;
+        }
+        self.burst.pkts.get(i).copied()
+    }
+
+    /// Borrows packet `i` (None out of range).
+    #[inline(always)]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Mbuf> {
+        if i >= self.burst.len {
+            return None;
+        }
+        let slot = self.burst.pkts.get_mut(i)?;
+        // SAFETY: Mbuf is repr(transparent) over a non-null *mut rte_mbuf,
+        // and the slot holds a valid owned mbuf (the type's invariant).
+        Some(unsafe { &mut *(slot as *mut *mut dpdk_sys::rte_mbuf as *mut Mbuf) })
+    }
+
+    /// Length of packet `i` (0 out of range).
+    #[inline(always)]
+    pub fn pkt_len(&self, i: usize) -> u32 {
+        // SAFETY: the slot holds a valid mbuf owned by the burst (the
+        // type's invariant); reading a plain field.
+        self.at(i).map_or(0, |m| unsafe { (*m).pkt_len })
+    }
+
+    /// Segments of packet `i` (0 out of range).
+    #[inline(always)]
+    pub fn segments(&self, i: usize) -> u16 {
+        // SAFETY: as in `pkt_len`.
+        self.at(i).map_or(0, |m| unsafe { (*m).nb_segs })
+    }
+
+    /// What the NIC said of packet `i`'s IPv4 header checksum (see
+    /// [`Mbuf::ip_csum`]; unchecked out of range).
+    #[inline(always)]
+    pub fn ip_csum(&self, i: usize) -> NicCsum {
+        self.at(i).map_or(NicCsum::UNCHECKED, |m| {
+            // SAFETY: as in `pkt_len`.
+            NicCsum::from_ol_flags(unsafe { (*m).ol_flags })
+        })
+    }
+
+    /// Packet `i`'s data when it is one segment, with the NIC's checksum
+    /// verdict: one look at the slot for what the fast path reads (None
+    /// out of range, or chained).
+    #[inline(always)]
+    pub fn single(&mut self, i: usize) -> Option<(&mut [u8], NicCsum)> {
+        let m = self.get_mut(i)?;
+        if m.segments() != 1 {
+            return None;
+        }
+        let nic_csum = m.ip_csum();
+        Some((m.data_mut(), nic_csum))
+    }
+
+    /// Prefetches the first cache line of packet `i`'s data.
+    #[inline(always)]
+    pub fn prefetch(&self, i: usize) {
+        if let Some(m) = self.at(i) {
+            // SAFETY: the slot holds a valid mbuf (the type's invariant);
+            // computing mtod reads its fields; prefetch never faults.
+            unsafe {
+                let p = ((*m).buf_addr as *const u8).add(usize::from((*m).data_off));
+                #[cfg(target_arch = "x86_64")]
+                std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+            }
+        }
+    }
+
+    /// Sends the whole burst out of `txq` in one `tx_burst`, freeing what
+    /// the driver does not take, and empties it: the common case of a
+    /// burst forwarded whole to one port, without a copy through a
+    /// [`TxBuffer`].
+    #[inline(always)]
+    pub fn send_all(&mut self, txq: &mut TxQueue) -> Flushed {
+        let len = self.burst.len.min(BURST);
+        // SAFETY: every slot below len holds an mbuf owned by the burst
+        // (the type's invariant), which forgets them all (len 0).
+        let f = unsafe { send_owned(&mut self.burst.pkts[..len], txq) };
+        self.burst.len = 0;
+        f
+    }
+
+    /// The burst, for the code that takes packets out of it.
+    #[inline(always)]
+    pub fn into_burst(self) -> &'a mut RxBurst {
+        self.burst
     }
 }
 

@@ -5,7 +5,7 @@ use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 
 use super::eal::Eal;
-use super::mbuf::RxBurst;
+use super::mbuf::{Received, RxBurst};
 use super::mempool::Mempool;
 use super::strerror;
 
@@ -504,7 +504,7 @@ impl RxQueue {
     /// Receives up to [`super::mbuf::BURST`] packets into `burst`
     /// (which must be empty: the previous burst fully consumed or dropped).
     #[inline(always)]
-    pub fn rx(&mut self, burst: &mut RxBurst) -> usize {
+    pub fn rx<'b>(&mut self, burst: &'b mut RxBurst) -> Received<'b> {
         debug_assert!(burst.is_empty());
         let slots = burst.raw_slots();
         // SAFETY: we are the only owner of this queue (!Sync, handed out once)
@@ -518,8 +518,9 @@ impl RxQueue {
                 super::mbuf::BURST as u16,
             )
         };
-        burst.set_len(usize::from(n));
-        usize::from(n)
+        // SAFETY: rx_burst wrote `n` (<= BURST) fresh mbufs into the first
+        // slots of the empty burst.
+        unsafe { burst.filled(usize::from(n)) }
     }
 }
 

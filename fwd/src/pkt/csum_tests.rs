@@ -255,3 +255,23 @@ proptest! {
         }
     }
 }
+
+/// An mbuf's two checksum bits: GOOD or BAD alone are the NIC's word;
+/// neither (UNKNOWN) and both (NONE) leave the check to the software; no
+/// other bit of `ol_flags` counts.
+#[test]
+fn the_nic_verdict_reads_dpdks_two_bits() {
+    const BAD: u64 = 1 << 4;
+    const GOOD: u64 = 1 << 7;
+    let other = !(BAD | GOOD);
+    for noise in [0, other, 0x0123_4567_89ab_cd00 & other] {
+        assert_eq!(NicCsum::from_ol_flags(noise | GOOD).checked(), Some(true));
+        assert_eq!(NicCsum::from_ol_flags(noise | BAD).checked(), Some(false));
+        assert_eq!(NicCsum::from_ol_flags(noise).checked(), None);
+        assert_eq!(NicCsum::from_ol_flags(noise | BAD | GOOD).checked(), None);
+    }
+    for v in [None, Some(true), Some(false)] {
+        assert_eq!(NicCsum::from(v).checked(), v);
+    }
+    assert_eq!(NicCsum::UNCHECKED.checked(), None);
+}

@@ -77,6 +77,7 @@ fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     }
 }
 
+pub use csum::NicCsum;
 pub use frag::fragment_v4;
 pub use hash::{flow_hash, flow_hash_with_seed, FLOW_HASH_DEFAULT_SEED};
 pub use icmp_error::{build_error, may_send_error, IcmpError, MAX_ERROR_FRAME};

@@ -25,7 +25,7 @@
     clippy::panic
 )]
 
-use super::csum;
+use super::csum::{self, NicCsum};
 use super::hash;
 use super::parse::{ipproto, l4_ports, tcp_flags, Fragment, L3Kind, Parsed};
 
@@ -49,15 +49,15 @@ pub struct PlainV6<'a>(&'a [u8; L4_V6], &'a [u8]);
 /// Recognises a plain IPv4 frame: untagged, IHL 5, not a fragment, the
 /// packet within the frame, what the general parser reads of its
 /// upper-layer header within the packet ([`other_need`]), and its header
-/// checksum good. `nic_csum` is the NIC's verdict
-/// on the checksum when it checked (`None`: checked here).
+/// checksum good. `nic_csum` is the NIC's verdict on the checksum
+/// ([`NicCsum::UNCHECKED`]: checked here).
 ///
 /// The header is read as 64-bit words, the checks masked compares on them
 /// and the checksum their one's-complement sum: the frame's bytes 12..36
 /// as three little-endian words hold the EtherType, the whole IPv4 header
 /// and its addresses at fixed places.
 #[inline(always)]
-pub fn plain_v4(frame: &[u8], nic_csum: Option<bool>) -> Option<PlainV4<'_>> {
+pub fn plain_v4(frame: &[u8], nic_csum: NicCsum) -> Option<PlainV4<'_>> {
     // Ethernet, IPv4 and the first 20 bytes after it (a UDP frame of the
     // minimum size, 60 bytes without the FCS, has them).
     let h = frame.first_chunk::<{ L4 + 20 }>()?;
@@ -96,7 +96,7 @@ pub fn plain_v4(frame: &[u8], nic_csum: Option<bool>) -> Option<PlainV4<'_>> {
     // w0's upper 48 bits, w1 as two halves, w2's lower 48 bits. Their sum
     // cannot overflow a u64, so no carry needs wrapping.
     // (A match, not `unwrap_or_else`: its closure was not inlined.)
-    let ok = match nic_csum {
+    let ok = match nic_csum.checked() {
         Some(ok) => ok,
         None => {
             csum::verifies((w0 >> 16) + (w1 & 0xffff_ffff) + (w1 >> 32) + (w2 & 0xffff_ffff_ffff))
@@ -180,7 +180,7 @@ impl<'a> PlainV4<'a> {
 /// [`plain_v4`] filling `out` with [`PlainV4::parsed`]: true when the
 /// frame is a plain IPv4 frame (`out` in any state otherwise).
 #[inline(always)]
-pub fn parse_plain_v4(frame: &[u8], nic_csum: Option<bool>, out: &mut Parsed) -> bool {
+pub fn parse_plain_v4(frame: &[u8], nic_csum: NicCsum, out: &mut Parsed) -> bool {
     plain_v4(frame, nic_csum)
         .map(|h| *out = h.parsed())
         .is_some()

@@ -42,11 +42,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::acl::CounterWriter;
-use crate::dpdk::mbuf::{Flushed, Mbuf, RxBurst, TxBuffer, BURST};
+use crate::dpdk::mbuf::{Flushed, Mbuf, Received, RxBurst, TxBuffer, BURST};
 use crate::dpdk::mempool::Mempool;
 use crate::dpdk::port::{RxQueue, TxQueue};
 use crate::dpdk::{rdtsc, tsc_hz};
-use crate::pkt::{self, IcmpError};
+use crate::pkt::{self, IcmpError, NicCsum};
 use crate::punt::{Channel, Punt, ToControl};
 use crate::qsbr::Reader;
 use crate::stats::{DropReason, Event, LcoreCounters, Stats};
@@ -167,14 +167,14 @@ impl Worker {
             for ri in 0..self.setup.rx.len() {
                 let (port, rxq) = &mut self.setup.rx[ri];
                 let port = *port;
-                let n = rxq.rx(&mut burst);
-                if n == 0 {
+                let rx = rxq.rx(&mut burst);
+                if rx.is_empty() {
                     continue;
                 }
                 busy += 1;
                 // After the receive: see the module doc.
                 let snap = reader.snapshot();
-                self.process(&snap, port, &mut burst, &mut scratch, counters, &clock_base);
+                self.process(&snap, port, rx, &mut scratch, counters, &clock_base);
             }
             if !self.setup.channel.down_is_empty() {
                 self.send_from_control(counters);
@@ -260,12 +260,12 @@ impl Worker {
         &mut self,
         t: &Tables,
         in_port: usize,
-        burst: &mut RxBurst,
+        mut rx: Received<'_>,
         s: &mut Scratch,
         counters: &LcoreCounters,
         clock_base: &ClockBase,
     ) {
-        let n = burst.len();
+        let n = rx.len();
         let mut tally = Tally::default();
         let pipe = Pipeline {
             tables: t,
@@ -280,7 +280,7 @@ impl Worker {
         }
         let whole = {
             let mut io = Io {
-                burst,
+                burst: &mut rx,
                 txbufs: &mut self.txbufs,
                 tx: &mut self.setup.tx,
                 pool: &self.setup.pool,
@@ -317,11 +317,13 @@ impl Worker {
         if let (true, Some(port)) = (n == BURST, whole) {
             let out = usize::from(port);
             if self.txbufs.get(out).is_some_and(TxBuffer::is_empty) {
-                if let Some(f) = self.setup.tx.get_mut(out).and_then(|q| burst.send_all(q)) {
+                if let Some(q) = self.setup.tx.get_mut(out) {
+                    let f = rx.send_all(q);
                     account_tx(counters, out, f);
                 }
             }
         }
+        let burst = rx.into_burst();
         // Carry out the verdicts (none are left after the shortcut).
         let mut now_ns = None;
         for i in 0..burst.len() {
@@ -563,15 +565,15 @@ impl Worker {
 }
 
 /// The burst as the stages see it, with what a mirror copy needs.
-struct Io<'a> {
-    burst: &'a mut RxBurst,
+struct Io<'a, 'b> {
+    burst: &'a mut Received<'b>,
     txbufs: &'a mut [TxBuffer],
     tx: &'a mut [TxQueue],
     pool: &'a Mempool,
     counters: &'a LcoreCounters,
 }
 
-impl Packets for Io<'_> {
+impl Packets for Io<'_, '_> {
     #[inline(always)]
     fn count(&self) -> usize {
         self.burst.len()
@@ -593,7 +595,7 @@ impl Packets for Io<'_> {
     }
 
     #[inline(always)]
-    fn ip_csum(&self, i: usize) -> Option<bool> {
+    fn ip_csum(&self, i: usize) -> NicCsum {
         self.burst.ip_csum(i)
     }
 
@@ -619,7 +621,7 @@ impl Packets for Io<'_> {
     }
 
     #[inline(always)]
-    fn single(&mut self, i: usize) -> Option<(&mut [u8], Option<bool>)> {
+    fn single(&mut self, i: usize) -> Option<(&mut [u8], NicCsum)> {
         self.burst.single(i)
     }
 }

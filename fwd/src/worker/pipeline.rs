@@ -28,7 +28,7 @@ use std::net::IpAddr;
 
 use crate::acl::{self, CounterWriter, Flow4, Flow6, FlowCache, Key, RuleEntry, VLAN_NONE};
 use crate::dpdk::mbuf::BURST;
-use crate::pkt::{self, IcmpError, L3Kind, NeighMsg, Parsed};
+use crate::pkt::{self, IcmpError, L3Kind, NeighMsg, NicCsum, Parsed};
 use crate::route::Resolved;
 use crate::stats::{DropReason, Event};
 use crate::tables::Tables;
@@ -46,10 +46,10 @@ pub trait Packets {
     fn wire_len(&self, i: usize) -> u32;
     /// Segments of frame `i`.
     fn segments(&self, i: usize) -> u16;
-    /// The NIC's verdict on frame `i`'s IPv4 header checksum, when it
-    /// checked (RX offload): `Some(good)`; `None` to check in software.
-    fn ip_csum(&self, _i: usize) -> Option<bool> {
-        None
+    /// The NIC's verdict on frame `i`'s IPv4 header checksum (RX
+    /// offload).
+    fn ip_csum(&self, _i: usize) -> NicCsum {
+        NicCsum::UNCHECKED
     }
     /// Cuts frame `i` to `len` bytes (Ethernet padding after the IP packet).
     fn trim_to(&mut self, i: usize, len: usize);
@@ -61,7 +61,7 @@ pub trait Packets {
     /// length), with [`ip_csum`](Packets::ip_csum)'s verdict: all the fast
     /// path reads of a packet before its parse, in one access.
     #[inline(always)]
-    fn single(&mut self, i: usize) -> Option<(&mut [u8], Option<bool>)> {
+    fn single(&mut self, i: usize) -> Option<(&mut [u8], NicCsum)> {
         if self.segments(i) != 1 {
             return None;
         }
@@ -318,7 +318,8 @@ impl Pipeline<'_> {
             s.verdict[i] = match pkt::parse_into(frame, p) {
                 Ok(()) => {
                     let end = usize::from(p.l3_off) + usize::from(p.l3_len);
-                    let csum_ok = || nic_csum.unwrap_or_else(|| pkt::ipv4_checksum_ok(frame, p));
+                    let csum_ok =
+                        || (nic_csum.checked()).unwrap_or_else(|| pkt::ipv4_checksum_ok(frame, p));
                     if p.kind == L3Kind::V4 && !csum_ok() {
                         Verdict::Drop(DropReason::BadChecksum)
                     } else if let Some(v) = port.filter(|_| local::is_nd(p)).and_then(|pi| {

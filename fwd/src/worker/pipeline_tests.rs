@@ -55,8 +55,8 @@ impl Packets for Frames {
     fn trim_to(&mut self, i: usize, len: usize) {
         self.f[i].truncate(len);
     }
-    fn ip_csum(&self, i: usize) -> Option<bool> {
-        self.nic_csum[i]
+    fn ip_csum(&self, i: usize) -> crate::pkt::NicCsum {
+        self.nic_csum[i].into()
     }
     fn mirror(&mut self, i: usize, port: u16) -> bool {
         self.mirrored.push((i, port));
