@@ -13,8 +13,9 @@
 //!    without options, not a fragment, header checksum good;
 //!    [`pkt::plain_v6`]: untagged IPv6 without extension headers, not to a
 //!    link-local address, not neighbour discovery; UDP, TCP or any other
-//!    upper-layer protocol: ICMP, ESP, GRE...), leave multicast, and list
-//!    the rest by family with their destinations; while rules are loaded,
+//!    upper-layer protocol: ICMP, ESP, GRE...; one pass a family, the
+//!    first frame's family first), leave multicast, and list the rest by
+//!    family with their destinations; while rules are loaded,
 //!    the classifier's key of each, read from the frame at its fixed
 //!    offsets, in the form the flow cache keeps it ([`acl::Flow4`],
 //!    [`acl::Flow6`]). The rest of the path reads the frame at its fixed
@@ -32,7 +33,9 @@
 //!    pass that moves nothing;
 //! 3. one [`Routing::lookup4_burst`](crate::route::Routing::lookup4_burst)
 //!    and one `lookup6_burst`;
-//! 4. per family, the plain frame's rewrite ([`pkt::forward_plain_v4`]:
+//! 4. per family (one loop without next-hop changes when the whole
+//!    family's candidates found one), the plain frame's rewrite
+//!    ([`pkt::forward_plain_v4`]:
 //!    TTL and MTU checks, TTL and checksum, the next hop's MAC pair in two
 //!    stores), trim the Ethernet padding, count the rules' hits (a run of
 //!    packets on one rule at once) and mark `Tx` what forwards.
@@ -328,62 +331,111 @@ impl Step<'_, '_> {
         pkts: &mut P,
         (idx, found, rule): (&[u8], &[Resolved], &[Option<&RuleEntry>]),
     ) {
-        let out = &mut *self.out;
         let mut done: Mask = 0;
         let mut bytes = 0u64;
-        for (k, (&i, &r)) in idx.iter().zip(found).enumerate() {
-            let i = usize::from(i);
-            let Resolved::Forward(nh) = r else {
-                continue;
-            };
-            if out.cached.0 != nh {
-                out.cached = (nh, self.hops.get(self.tables, nh));
-                // Every packet after this one that is forwarded goes out
-                // of this hop's port until the next change: where the
-                // ports are followed. (A hop whose packets then all fail
-                // leaves a packet in `rest`, and a burst with one there
-                // is not sent whole, see `Pipeline::fast`.)
-                if let Some(hop) = out.cached.1 {
-                    if out.to != Some(hop.port) {
-                        out.mixed |= out.to.is_some();
-                        out.to = Some(hop.port);
+        match one_hop(found) {
+            // The common burst: every candidate via one next hop. Its loop
+            // has no next hop to follow, and fewer values to keep: the
+            // loop below spilled a dozen of them to the stack a packet.
+            Some(nh) => {
+                if let Some(hop) = self.hop(nh) {
+                    for (k, &i) in idx.iter().enumerate() {
+                        let rule = rule.get(k).copied().flatten();
+                        self.one::<P, V6, RULES>(pkts, i, &hop, rule, &mut done, &mut bytes);
                     }
                 }
             }
-            let Some(hop) = out.cached.1 else {
-                continue;
-            };
-            let Some(frame) = pkts.frame(i) else {
-                continue;
-            };
-            // One segment (step 1), so the frame's length is the wire length.
-            let len = frame.len();
-            let end = if V6 {
-                pkt::forward_plain_v6(frame, hop.mtu, hop.eth)
-            } else {
-                pkt::forward_plain_v4(frame, hop.mtu, hop.eth)
-            };
-            let Some(end) = end else {
-                continue;
-            };
-            // Received bytes as the general parse counts them: before trimming.
-            bytes += len as u64;
-            if len > end {
-                pkts.trim_to(i, end);
-            }
-            if RULES {
-                if let Some(r) = rule.get(k).copied().flatten() {
-                    // What the general classify counts: the trimmed length.
-                    out.run
-                        .add(r.slot(), len.min(end) as u64, self.rc, self.tick);
+            None => {
+                for (k, (&i, &r)) in idx.iter().zip(found).enumerate() {
+                    let Resolved::Forward(nh) = r else {
+                        continue;
+                    };
+                    let Some(hop) = self.hop(nh) else {
+                        continue;
+                    };
+                    let rule = rule.get(k).copied().flatten();
+                    self.one::<P, V6, RULES>(pkts, i, &hop, rule, &mut done, &mut bytes);
                 }
             }
-            self.verdict[i] = Verdict::Tx(hop.port);
-            done |= 1 << i;
         }
         self.tally.rx_bytes += bytes;
-        out.rest &= !done;
+        self.out.rest &= !done;
     }
+
+    /// Next hop `nh` when it is ready (see [`Forwarded::cached`]), and
+    /// where the ports are followed: every packet after this one that is
+    /// forwarded goes out of its port until the next change. (A hop whose
+    /// packets then all fail leaves a packet in `rest`, and a burst with
+    /// one there is not sent whole, see `Pipeline::fast`.)
+    #[inline(always)]
+    fn hop(&mut self, nh: u32) -> Option<Hop> {
+        let out = &mut *self.out;
+        if out.cached.0 != nh {
+            out.cached = (nh, self.hops.get(self.tables, nh));
+            if let Some(hop) = out.cached.1 {
+                if out.to != Some(hop.port) {
+                    out.mixed |= out.to.is_some();
+                    out.to = Some(hop.port);
+                }
+            }
+        }
+        out.cached.1
+    }
+
+    /// Forwards packet `i` via `hop` if the plain frame's rewrite takes it:
+    /// its bit in `done`, its received bytes in `bytes`, its hit on `rule`
+    /// when `RULES` (`rule` is None otherwise).
+    #[inline(always)]
+    fn one<P: Packets, const V6: bool, const RULES: bool>(
+        &mut self,
+        pkts: &mut P,
+        i: u8,
+        hop: &Hop,
+        rule: Option<&RuleEntry>,
+        done: &mut Mask,
+        bytes: &mut u64,
+    ) {
+        let i = usize::from(i);
+        let Some(frame) = pkts.frame(i) else {
+            return;
+        };
+        // One segment (step 1), so the frame's length is the wire length.
+        let len = frame.len();
+        let end = if V6 {
+            pkt::forward_plain_v6(frame, hop.mtu, hop.eth)
+        } else {
+            pkt::forward_plain_v4(frame, hop.mtu, hop.eth)
+        };
+        let Some(end) = end else {
+            return;
+        };
+        // Received bytes as the general parse counts them: before trimming.
+        *bytes += len as u64;
+        if len > end {
+            pkts.trim_to(i, end);
+        }
+        if let (true, Some(r)) = (RULES, rule) {
+            // What the general classify counts: the trimmed length.
+            self.out
+                .run
+                .add(r.slot(), len.min(end) as u64, self.rc, self.tick);
+        }
+        self.verdict[i] = Verdict::Tx(hop.port);
+        *done |= 1 << i;
+    }
+}
+
+/// The next hop of every packet of `found`, when they all have the same.
+#[inline(always)]
+fn one_hop(found: &[Resolved]) -> Option<u32> {
+    let Some(&Resolved::Forward(nh)) = found.first() else {
+        return None;
+    };
+    // Branch-free over the burst: one compare a packet.
+    let same = found
+        .iter()
+        .fold(true, |a, r| a & (*r == Resolved::Forward(nh)));
+    same.then_some(nh)
 }
 
 /// What the forwarding pass has done so far.
@@ -503,6 +555,12 @@ fn flow_hash_of<P: Packets, const V6: bool>(pkts: &mut P, i: u8) -> u32 {
 /// `s.flows6`. Multicast, broadcast and
 /// link-local IPv6 destinations, and ICMPv6 neighbour discovery, are the
 /// general stages'.
+///
+/// One pass a family: the family of the burst's first frame over every
+/// frame, then the other over the frames that the first did not take.
+/// (One pass trying both on each frame kept the second family's registers
+/// live through the first's, which spilled and restored ~20 values a
+/// packet: `bench-results/counts.md`, 2026-12-07.)
 #[inline(always)]
 fn recognise<P: Packets, const RULES: bool>(
     pkts: &mut P,
@@ -510,48 +568,97 @@ fn recognise<P: Packets, const RULES: bool>(
     n: usize,
     port: u16,
 ) -> (usize, usize) {
-    let (mut n4, mut n6) = (0, 0);
-    for i in 0..n {
+    let v6_first = pkts
+        .frame(0)
+        .and_then(|f| f.get(12..14))
+        .is_some_and(|t| t == pkt::ethertype::IPV6.to_be_bytes());
+    if v6_first {
+        let (n6, rest) = pass::<P, true, RULES>(pkts, s, 0..n, port);
+        (pass::<P, false, RULES>(pkts, s, Bits(rest), port).0, n6)
+    } else {
+        let (n4, rest) = pass::<P, false, RULES>(pkts, s, 0..n, port);
+        (n4, pass::<P, true, RULES>(pkts, s, Bits(rest), port).0)
+    }
+}
+
+/// [`recognise`]'s pass over the frames `todo` (in burst order) for one
+/// family (IPv6 when `V6`): lists its candidates; returns how many, and
+/// the frames of `todo` not of the family's plain form.
+#[inline(always)]
+fn pass<P: Packets, const V6: bool, const RULES: bool>(
+    pkts: &mut P,
+    s: &mut Scratch,
+    todo: impl Iterator<Item = usize>,
+    port: u16,
+) -> (usize, Mask) {
+    let mut others: Mask = 0;
+    let mut k = 0;
+    for i in todo {
         let Some((frame, nic_csum)) = pkts.single(i) else {
             continue;
         };
-        if let Some(h) = pkt::plain_v4(frame, nic_csum) {
-            let dst = h.dst();
-            if !is_multicast_v4(dst) {
-                if RULES {
-                    // Only the key's fields of the parse are computed, and
-                    // packed as the flow cache keeps them (always an IPv4
-                    // key: `of` is never None here).
-                    let Some(f) = acl::Flow4::of(&key_of(&h.parsed(), port)) else {
-                        continue;
-                    };
-                    s.flows4[n4] = f;
-                }
-                s.v4_idx[n4] = i as u8;
-                s.v4_dst[n4] = dst;
-                n4 += 1;
-            }
-        } else if let Some(h) = pkt::plain_v6(frame) {
+        if V6 {
+            let Some(h) = pkt::plain_v6(frame) else {
+                others |= 1 << i;
+                continue;
+            };
             let dst = h.dst();
             // Link-local is ours or never forwarded; neighbour discovery
             // is the general stages' whatever its destination.
             let nd = h.icmp_type().is_some_and(|t| local::is_nd_type(t.into()));
-            if !is_multicast_v6(dst) && !is_link_local_v6(dst) && !nd {
-                if RULES {
-                    // In the flow cache's form (never None for an IPv6
-                    // key).
-                    let Some(f) = acl::Flow6::of(&key_of(&h.parsed(), port)) else {
-                        continue;
-                    };
-                    s.flows6[n6] = f;
-                }
-                s.v6_idx[n6] = i as u8;
-                s.v6_dst[n6] = dst;
-                n6 += 1;
+            if is_multicast_v6(dst) || is_link_local_v6(dst) || nd {
+                continue;
             }
+            if RULES {
+                // In the flow cache's form (never None for an IPv6 key).
+                let Some(f) = acl::Flow6::of(&key_of(&h.parsed(), port)) else {
+                    continue;
+                };
+                s.flows6[k] = f;
+            }
+            s.v6_idx[k] = i as u8;
+            s.v6_dst[k] = dst;
+        } else {
+            let Some(h) = pkt::plain_v4(frame, nic_csum) else {
+                others |= 1 << i;
+                continue;
+            };
+            let dst = h.dst();
+            if is_multicast_v4(dst) {
+                continue;
+            }
+            if RULES {
+                // Only the key's fields of the parse are computed, and
+                // packed as the flow cache keeps them (always an IPv4 key:
+                // `of` is never None here).
+                let Some(f) = acl::Flow4::of(&key_of(&h.parsed(), port)) else {
+                    continue;
+                };
+                s.flows4[k] = f;
+            }
+            s.v4_idx[k] = i as u8;
+            s.v4_dst[k] = dst;
         }
+        k += 1;
     }
-    (n4, n6)
+    (k, others)
+}
+
+/// The packets of a set, in burst order.
+struct Bits(Mask);
+
+impl Iterator for Bits {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let i = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(i)
+    }
 }
 
 /// Keeps, in order, the candidates (`idx`, `dst`) whose first match

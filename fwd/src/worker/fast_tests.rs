@@ -11,7 +11,7 @@ use super::super::pipeline::tests::{
     from_host, neigh, pipe, prio_rule, route_via, tables, with_ports, Frames, GW_MAC, MAC_B,
 };
 use super::super::pipeline::{Clock, Scratch, Tally, Verdict};
-use super::{first, Left};
+use super::{first, one_hop, Left};
 use crate::acl;
 use crate::pkt::build::{self, Ext6, FrameSpec, VlanTag};
 use crate::pkt::ipproto;
@@ -144,6 +144,61 @@ fn plain_ipv6_to_a_resolved_gateway_is_taken_too() {
         assert_eq!(fr[..6], GW_MAC);
         assert_eq!(fr[14 + 7], 63, "hop limit decremented");
     }
+}
+
+/// A burst that starts with an IPv6 frame is recognised IPv6 first, then
+/// IPv4: both families' plain frames are taken whatever the order, each
+/// family's list in burst order.
+#[test]
+fn a_burst_of_both_families_is_taken_whichever_comes_first() {
+    let t = tables(vec![neigh("fd02::fe", GW_MAC, "b")]);
+    let (s4, d4) = (Ipv4Addr::new(10, 1, 0, 2), Ipv4Addr::new(198, 51, 100, 7));
+    let s6: Ipv6Addr = "fd01::2".parse().unwrap();
+    let d6: Ipv6Addr = "2001:db8::7".parse().unwrap();
+    for v6_first in [true, false] {
+        let kinds: Vec<bool> = (0..9).map(|i| (i % 3 == 0) == v6_first).collect();
+        let frames = kinds
+            .iter()
+            .map(|&v6| {
+                if v6 {
+                    build::udp6(&from_host(), s6, d6, 1, 2, b"")
+                } else {
+                    build::udp4(&from_host(), s4, d4, 1, 2, &[0; 10])
+                }
+            })
+            .collect();
+        let mut f = Frames::new(frames);
+        let mut s = Scratch::default();
+        let mut tally = Tally::default();
+        let (_, mut w) = acl::CounterSet::new(1, 16);
+        let left = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
+        assert_eq!(left.rest, 0, "v6 first: {v6_first}");
+        let want =
+            |v6: bool| -> Vec<u8> { (0..9u8).filter(|&i| kinds[usize::from(i)] == v6).collect() };
+        let (n4, n6) = (want(false).len(), want(true).len());
+        assert_eq!(s.v4_idx[..n4], want(false)[..]);
+        assert_eq!(s.v6_idx[..n6], want(true)[..]);
+        for (fr, &v6) in f.f.iter().zip(&kinds) {
+            assert_eq!(fr[..6], GW_MAC);
+            assert_eq!(fr[if v6 { 14 + 7 } else { 22 }], 63);
+        }
+    }
+}
+
+/// The next hop every lookup of a burst found, only when they all found
+/// the same one.
+#[test]
+fn one_next_hop_is_named_only_when_it_is_everyones() {
+    use crate::route::Resolved::{Blackhole, Forward, NoRoute};
+    assert_eq!(one_hop(&[]), None);
+    assert_eq!(one_hop(&[Forward(3)]), Some(3));
+    assert_eq!(one_hop(&[Forward(3); 32]), Some(3));
+    assert_eq!(one_hop(&[Forward(3), Forward(3), Forward(4)]), None);
+    assert_eq!(one_hop(&[Forward(3), Blackhole]), None);
+    assert_eq!(one_hop(&[NoRoute, NoRoute]), None);
+    let mut mixed = [Forward(7); 32];
+    mixed[31] = Forward(8);
+    assert_eq!(one_hop(&mixed), None);
 }
 
 #[test]
