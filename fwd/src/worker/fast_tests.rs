@@ -168,11 +168,8 @@ fn a_burst_of_both_families_is_taken_whichever_comes_first() {
             })
             .collect();
         let mut f = Frames::new(frames);
-        let mut s = Scratch::default();
-        let mut tally = Tally::default();
-        let (_, mut w) = acl::CounterSet::new(1, 16);
-        let left = pipe(&t).fast(&mut f, &mut s, &mut tally, &mut w[0], Clock::default());
-        assert_eq!(left.rest, 0, "v6 first: {v6_first}");
+        let (s, _, _, whole) = with_fast(&t, &mut f);
+        assert_eq!(whole, Some(1), "v6 first: {v6_first}");
         let want =
             |v6: bool| -> Vec<u8> { (0..9u8).filter(|&i| kinds[usize::from(i)] == v6).collect() };
         let (n4, n6) = (want(false).len(), want(true).len());
