@@ -62,6 +62,24 @@ pub type Mask = u32;
 
 static_assertions::const_assert!(BURST <= Mask::BITS as usize);
 
+/// The indices of a set's bits in increasing order: a [`Mask`]'s packets in
+/// burst order.
+pub struct Bits(pub Mask);
+
+impl Iterator for Bits {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let i = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(i)
+    }
+}
+
 /// What the fast path leaves of a burst.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Left {
@@ -218,10 +236,8 @@ impl Pipeline<'_> {
     #[inline(always)]
     fn cut(&self, s: &mut Scratch, m: Mask, rest: Mask) -> Left {
         let port = (self.in_port ^ 1) as u16;
-        let mut left = m;
-        while left != 0 {
-            s.verdict[left.trailing_zeros() as usize] = Verdict::Tx(port);
-            left &= left - 1;
+        for i in Bits(m) {
+            s.verdict[i] = Verdict::Tx(port);
         }
         let rest = rest & !m;
         Left {
@@ -570,8 +586,7 @@ fn recognise<P: Packets, const RULES: bool>(
 ) -> (usize, usize) {
     let v6_first = pkts
         .frame(0)
-        .and_then(|f| f.get(12..14))
-        .is_some_and(|t| t == pkt::ethertype::IPV6.to_be_bytes());
+        .is_some_and(|f| pkt::ether_type(f) == Some(pkt::ethertype::IPV6));
     if v6_first {
         let (n6, rest) = pass::<P, true, RULES>(pkts, s, 0..n, port);
         (pass::<P, false, RULES>(pkts, s, Bits(rest), port).0, n6)
@@ -642,23 +657,6 @@ fn pass<P: Packets, const V6: bool, const RULES: bool>(
         k += 1;
     }
     (k, others)
-}
-
-/// The packets of a set, in burst order.
-struct Bits(Mask);
-
-impl Iterator for Bits {
-    type Item = usize;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<usize> {
-        if self.0 == 0 {
-            return None;
-        }
-        let i = self.0.trailing_zeros() as usize;
-        self.0 &= self.0 - 1;
-        Some(i)
-    }
 }
 
 /// Keeps, in order, the candidates (`idx`, `dst`) whose first match

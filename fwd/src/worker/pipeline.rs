@@ -33,7 +33,7 @@ use crate::route::Resolved;
 use crate::stats::{DropReason, Event};
 use crate::tables::Tables;
 
-use super::fast::Mask;
+use super::fast::{Bits, Mask};
 use super::local;
 
 /// A burst of frames as the stages see them.
@@ -238,10 +238,8 @@ impl Tally {
 }
 
 #[inline(always)]
-fn each_set(mut bits: u32, counts: &[u64], mut f: impl FnMut(usize, u64)) {
-    while bits != 0 {
-        let i = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
+fn each_set(bits: u32, counts: &[u64], mut f: impl FnMut(usize, u64)) {
+    for i in Bits(bits) {
         f(i, counts[i]);
     }
 }
@@ -318,8 +316,11 @@ impl Pipeline<'_> {
             s.verdict[i] = match pkt::parse_into(frame, p) {
                 Ok(()) => {
                     let end = usize::from(p.l3_off) + usize::from(p.l3_len);
-                    let csum_ok =
-                        || (nic_csum.checked()).unwrap_or_else(|| pkt::ipv4_checksum_ok(frame, p));
+                    let csum_ok = || {
+                        nic_csum
+                            .checked()
+                            .unwrap_or_else(|| pkt::ipv4_checksum_ok(frame, p))
+                    };
                     if p.kind == L3Kind::V4 && !csum_ok() {
                         Verdict::Drop(DropReason::BadChecksum)
                     } else if let Some(v) = port.filter(|_| local::is_nd(p)).and_then(|pi| {
