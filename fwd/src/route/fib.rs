@@ -918,28 +918,68 @@ impl Fib<128> {
     /// level: each level prefetches every lane's entry, then loads them, so
     /// a level costs about one miss for the whole burst (48.7 vs 81.9 ns
     /// per lookup on table addresses before the prefetch,
-    /// `bench-results/fib.md`). The address bytes come from two `u64`
-    /// words, and a burst through a few groups walks the pool's directory
-    /// once a page (the IPv6 fast path x1.17 in-process, 1000 /64 routes,
-    /// `bench-results/throughput_v6.md`). The levels that read only bits
-    /// every lane shares are walked once for the burst (the IPv6 fast path
-    /// -20% instructions a packet, 1000 /64 routes in one /48; random table
-    /// addresses +5 instructions a lookup, `bench-results/fib.md`); the
-    /// level below them is one group (or pair) for every lane, whose page is
-    /// found once (the same recipe 247 -> 228 instructions a packet,
-    /// `bench-results/throughput_v6.md`, 2026-12-07). `out` must be at least
-    /// as long as `dsts`.
+    /// `bench-results/fib.md`). `out` must be at least as long as `dsts`.
+    ///
+    /// A burst whose lanes share their top 24 bits (a site's or a data
+    /// centre's traffic, flows to the /64s of one network) has one
+    /// first-level entry, and so has every level that reads only bits all
+    /// its lanes share: lane 0 walks them alone, one load a level, and the
+    /// level below them is one group (or pair) for every lane, each lane's
+    /// entry loaded in the same pass as its address is made, as in the
+    /// IPv4 lookup (until 2026-12-07 every lane took the first level and
+    /// its load pass, and the address words were copied to two arrays
+    /// first: the IPv6 replay recipe's lookups took 61 instructions a
+    /// packet, now 22, `bench-results/counts.md`). A burst whose lanes
+    /// share only a first-level page reads that page once (see
+    /// [`Fib::first_level`]). Lanes from all over the table pay one pass
+    /// over their addresses for these tests, and take the levels below
+    /// one lane at a time ([`Fib::levels_below`]).
     #[inline]
     pub(crate) fn lookup_burst(&self, dsts: &[u128], out: &mut [u32]) {
-        let mut at = [&0u32; BURST_MAX];
         let out = &mut out[..dsts.len()];
-        // Lane 0's first-level page is every lane's (see `first_level`): the
-        // first level reads the top 24 bits, in the high word.
-        let one_page = dsts.first().is_some_and(|&d0| {
-            let h0 = (d0 >> 64) as u64;
-            dsts.iter().fold(0, |a, &d| a | ((d >> 64) as u64 ^ h0)) >> 40 < PAGE as u64
-        });
-        self.first_level(dsts.len(), |k| (dsts[k] >> 104) as usize, one_page, &mut at);
+        let Some(&d0) = dsts.first() else {
+            return;
+        };
+        // The bits of the high word in which some lane differs from lane
+        // 0: the first level reads its top 24, the levels down to a /64
+        // the rest.
+        let h0 = high(d0);
+        let differ = dsts.iter().fold(0, |a, &d| a | (high(d) ^ h0));
+        let mut shift = Self::SHIFT0;
+        if differ >> 40 == 0 {
+            // Lane 0 walks the shared levels: those above the highest bit
+            // that differs (down to the /64 when none does).
+            let shared_to = 136 - differ.leading_zeros();
+            let mut e = *self.tbl24.get((d0 >> Self::SHIFT0) as usize);
+            while e & EXT != 0 && shift >= shared_to {
+                shift -= 8;
+                e = *self
+                    .pool
+                    .tbl
+                    .get(next_index(e, (h0 >> (shift - 64)) as usize & 0xff));
+            }
+            if e & EXT == 0 {
+                out.fill(e);
+                return;
+            }
+            // The level below reads a byte of the high word or, below the
+            // /64, of the low one.
+            shift -= 8;
+            if shift >= 64 {
+                self.below_shared(e, dsts, |d| high(d) >> (shift - 64), shift, out);
+            } else {
+                self.below_shared(e, dsts, |d| d as u64 >> shift, shift, out);
+            }
+            return;
+        }
+        let mut at = [&0u32; BURST_MAX];
+        let one_page = differ >> 40 < PAGE as u64;
+        self.first_level(
+            dsts.len(),
+            |k| (dsts[k] >> Self::SHIFT0) as usize,
+            one_page,
+            &mut at,
+        );
         // Every lane's entry ORed: EXT, some lane descends; PAIR, some
         // lane's next level is a pair (a plain entry never sets it).
         let mut any = 0;
@@ -949,51 +989,103 @@ impl Fib<128> {
             any |= v;
         }
         // No lane descends (always so without groups).
-        if any & EXT == 0 {
-            return;
+        if any & EXT != 0 {
+            self.levels_below(dsts, shift, any, out, &mut at);
         }
+    }
+
+    /// The level below a burst's shared ones (see [`Fib::lookup_burst`]),
+    /// at `shift`, and the levels below it where some lane descends
+    /// ([`Fib::levels_below`]); `byte(d)`'s low 8 bits are address `d`'s
+    /// byte at `shift`. Every lane descends from entry `e`, into one group
+    /// or one pair: its entry is its byte's place there (see
+    /// [`Fib::one_entry_level`]). Without a lane going further (the
+    /// common case), no lane's entry address is kept.
+    #[inline(always)]
+    fn below_shared(
+        &self,
+        e: u32,
+        dsts: &[u128],
+        byte: impl Fn(u128) -> u64,
+        shift: u32,
+        out: &mut [u32],
+    ) {
+        let any = self.one_entry_level(e, dsts, &byte, out, |_, _| {});
+        if any & EXT != 0 {
+            // The same level again, keeping each lane's entry address for
+            // the levels below (a lane that stops there reads it again).
+            let mut at = [&0u32; BURST_MAX];
+            self.one_entry_level(e, dsts, &byte, out, |k, a| at[k] = a);
+            self.levels_below(dsts, shift, any, out, &mut at);
+        }
+    }
+
+    /// One level of a burst whose every lane descends from entry `e`,
+    /// into one group or one pair: entries of one page of the pool (a
+    /// group's 256 are in one page, a pair's two are side by side), found
+    /// once for the burst; a lane's entry is its byte's place there
+    /// (`byte(d)`'s low 8 bits, `d` its address), with no index pass, no
+    /// page memo and no select for finished lanes (none has finished).
+    /// Sets every lane's entry in `out`, tells `keep` each lane's entry
+    /// address, and returns the entries ORed.
+    #[inline(always)]
+    fn one_entry_level<'a>(
+        &'a self,
+        e: u32,
+        dsts: &[u128],
+        byte: impl Fn(u128) -> u64,
+        out: &mut [u32],
+        mut keep: impl FnMut(usize, &'a u32),
+    ) -> u32 {
+        let mut any = 0;
+        if e & PAIR != 0 {
+            let page = self.pool.tbl.page(next_index(e, 0) / PAGE);
+            for (k, (o, &d)) in out.iter_mut().zip(dsts).enumerate() {
+                let a = &page[next_index(e, byte(d) as usize & 0xff) % PAGE];
+                keep(k, a);
+                *o = *a;
+                any |= *a;
+            }
+        } else {
+            let group = self.group((e & GROUP_MASK) as usize);
+            for (k, (o, &d)) in out.iter_mut().zip(dsts).enumerate() {
+                let a = &group[byte(d) as usize & 0xff];
+                keep(k, a);
+                *o = *a;
+                any |= *a;
+            }
+        }
+        any
+    }
+
+    /// The levels of a burst lookup below `shift` (see
+    /// [`Fib::lookup_burst`]), one lane at a time: `out[k]` holds lane
+    /// `k`'s entry at `shift` and `at[k]` its address, `any` the entries
+    /// ORed. Out of line: the bursts that share their top bits (the common
+    /// ones) take it only when their lanes part below the shared levels.
+    #[inline(never)]
+    fn levels_below<'a>(
+        &'a self,
+        dsts: &[u128],
+        mut shift: u32,
+        mut any: u32,
+        out: &mut [u32],
+        at: &mut [&'a u32; BURST_MAX],
+    ) {
         let pool = &self.pool.tbl;
         let n = out.len();
-        assert!(n <= BURST_MAX);
-        // The address bits below the first level as two words: the levels
-        // at shifts 96..64 read the high one (a byte of a `u128` shifted by
-        // a variable amount is a dozen instructions; of a `u64`, two).
+        assert!(n <= BURST_MAX && dsts.len() == n);
+        // The address bits as two words: the levels at shifts 96..64 read
+        // the high one (a byte of a `u128` shifted by a variable amount is
+        // a dozen instructions; of a `u64`, two).
         let (mut hi, mut lo) = ([0u64; BURST_MAX], [0u64; BURST_MAX]);
-        for (k, &d) in dsts.iter().enumerate().take(n) {
-            (hi[k], lo[k]) = ((d >> 64) as u64, d as u64);
+        for (k, &d) in dsts.iter().enumerate() {
+            (hi[k], lo[k]) = (high(d), d as u64);
         }
         // Every level's entry indexes, overwritten for the burst's lanes
         // each level (made once: a fresh array a level was a 512-byte
         // memset each time).
         let mut idx = [0usize; BURST_MAX];
-        let mut shift = 104u32;
-        // The levels that read only address bits every lane shares (a burst
-        // into one /48 or /56: a site's or a data centre's traffic, or
-        // flows to the /64s of one network) are the same walk for every
-        // lane: lane 0 walks them alone, one load a level instead of a pass
-        // over the burst. From the first level down to such a level, every
-        // lane's entry is the same (a shared level needs the top 32 bits
-        // shared, so the first level's 24 are), so either all lanes go on
-        // below it or none does; a lane's kept entry address (`at`) is
-        // needed only once it has stopped in the passes below. Looked for
-        // only when the burst's first and last lanes share those 32 bits,
-        // so lanes from all over the table pay one compare, not a pass
-        // (`bench-results/fib.md`, 2026-12-04).
-        // Whether every lane holds the same entry, the shared levels' last:
-        // then the next level is one group (or one pair) for all of them.
-        let mut one_entry = false;
-        if (dsts[0] ^ dsts[n - 1]) >> 96 == 0 {
-            let differ = hi[..n].iter().fold(0, |a, &h| a | (h ^ hi[0]));
-            let shared_to = 136 - differ.leading_zeros();
-            while any & EXT != 0 && shift >= shared_to {
-                shift -= 8;
-                let byte = (hi[0] >> (shift - 64)) as usize & 0xff;
-                let v = *pool.get(next_index(out[0], byte));
-                out.fill(v);
-                any = v;
-                one_entry = true;
-            }
-        }
         while any & EXT != 0 && shift >= 8 {
             shift -= 8;
             let pairs = any & PAIR != 0;
@@ -1003,67 +1095,43 @@ impl Fib<128> {
             } else {
                 (&lo, shift)
             };
-            if std::mem::take(&mut one_entry) {
-                // Below the shared levels every lane descends from the same
-                // entry, into one group or one pair: entries of one page of
-                // the pool (a group's 256 are in one page, a pair's two are
-                // side by side), found once for the burst; a lane's entry is
-                // its byte's place there, with no index pass, no page memo
-                // and no select for finished lanes (none has finished).
-                let e = out[0];
-                if pairs {
-                    let page = pool.page(next_index(e, 0) / PAGE);
-                    for k in 0..n {
-                        let byte = (words[k] >> sh) as usize & 0xff;
-                        at[k] = &page[next_index(e, byte) % PAGE];
-                        arch::prefetch(at[k]);
+            // This level's entry of every lane, branch-free: which lanes
+            // still descend is data-dependent and unpredictable, and a
+            // mispredicted branch would squash the loads in flight. A lane
+            // that has finished walks to pool entry 0 (a hot line) and keeps
+            // the address of its own entry (a select, not a branch).
+            // The same pass counts the lanes in the previous lane's page.
+            // Without a pair among the lanes' entries (one branch a level),
+            // the groups' index alone: a pair's select in every lane cost
+            // the IPv6 fast path ~10% in-process (`bench-results/route.md`).
+            let same = if pairs {
+                level_indexes_paired(&out[..n], words, sh, &mut idx)
+            } else {
+                level_indexes(&out[..n], words, sh, &mut idx, |e, b| {
+                    ((e & GROUP_MASK) as usize) << 8 | b
+                })
+            };
+            // Every lane's miss in flight at once, before any lane waits.
+            // When most lanes are in the previous lane's page (a burst
+            // through a few groups: few routes, or flows in trains), a lane
+            // there reuses its page instead of walking the pool's directory
+            // again; otherwise every lane walks it, without a branch a lane.
+            if 2 * same >= n {
+                let mut memo = (idx[0] / PAGE, pool.page(idx[0] / PAGE));
+                for k in 0..n {
+                    let i = idx[k];
+                    if i / PAGE != memo.0 {
+                        memo = (i / PAGE, pool.page(i / PAGE));
                     }
-                } else {
-                    let group = self.group((e & GROUP_MASK) as usize);
-                    for k in 0..n {
-                        at[k] = &group[(words[k] >> sh) as usize & 0xff];
-                        arch::prefetch(at[k]);
-                    }
+                    let next = &memo.1[i % PAGE];
+                    at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
+                    arch::prefetch(at[k]);
                 }
             } else {
-                // This level's entry of every lane, branch-free: which lanes
-                // still descend is data-dependent and unpredictable, and a
-                // mispredicted branch would squash the loads in flight. A lane
-                // that has finished walks to pool entry 0 (a hot line) and keeps
-                // the address of its own entry (a select, not a branch).
-                // The same pass counts the lanes in the previous lane's page.
-                // Without a pair among the lanes' entries (one branch a level),
-                // the groups' index alone: a pair's select in every lane cost
-                // the IPv6 fast path ~10% in-process (`bench-results/route.md`).
-                let same = if pairs {
-                    level_indexes_paired(&out[..n], words, sh, &mut idx)
-                } else {
-                    level_indexes(&out[..n], words, sh, &mut idx, |e, b| {
-                        ((e & GROUP_MASK) as usize) << 8 | b
-                    })
-                };
-                // Every lane's miss in flight at once, before any lane waits.
-                // When most lanes are in the previous lane's page (a burst
-                // through a few groups: few routes, or flows in trains), a lane
-                // there reuses its page instead of walking the pool's directory
-                // again; otherwise every lane walks it, without a branch a lane.
-                if 2 * same >= n {
-                    let mut memo = (idx[0] / PAGE, pool.page(idx[0] / PAGE));
-                    for k in 0..n {
-                        let i = idx[k];
-                        if i / PAGE != memo.0 {
-                            memo = (i / PAGE, pool.page(i / PAGE));
-                        }
-                        let next = &memo.1[i % PAGE];
-                        at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
-                        arch::prefetch(at[k]);
-                    }
-                } else {
-                    for k in 0..n {
-                        let next = pool.get(idx[k]);
-                        at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
-                        arch::prefetch(at[k]);
-                    }
+                for k in 0..n {
+                    let next = pool.get(idx[k]);
+                    at[k] = std::hint::select_unpredictable(out[k] & EXT != 0, next, at[k]);
+                    arch::prefetch(at[k]);
                 }
             }
             // A lane that has finished kept its entry's address above, so
@@ -1075,6 +1143,13 @@ impl Fib<128> {
             }
         }
     }
+}
+
+/// An IPv6 address's high 64 bits (in memory, the second word of a
+/// `u128`: one load).
+#[inline(always)]
+fn high(a: u128) -> u64 {
+    (a >> 64) as u64
 }
 
 impl<const W: u32> Fib<W> {
