@@ -193,19 +193,21 @@ pub fn parse_plain_v4(frame: &[u8], nic_csum: NicCsum, out: &mut Parsed) -> bool
 #[inline(always)]
 pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
     let (h, l4) = frame.split_first_chunk::<L4_V6>()?;
-    let [.., e0, e1] = *h.first_chunk::<L3>()?;
-    let ip = h.last_chunk::<40>()?;
-    let total = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    // Bytes 12..20 (the EtherType, the version nibble, the payload length)
+    // and 20 (the next header) as a word and a byte, as `plain_v4` reads
+    // its header: one load and one test for the first three checks.
+    let w = h
+        .get(12..)
+        .and_then(|w| w.first_chunk::<8>())
+        .map_or(0, |w| u64::from_le_bytes(*w));
+    let payload = usize::from(((w >> 48) as u16).swap_bytes());
+    let total = 40 + payload;
     // Untagged IPv6, the packet within the frame (and its length a u16,
     // as `Parsed::l3_len` is).
-    if [e0, e1] != [0x86, 0xdd]
-        || ip[0] >> 4 != 6
-        || total > l4.len() + 40
-        || total > usize::from(u16::MAX)
-    {
+    if w & 0xf0_ffff != 0x60_dd86 || payload > l4.len().min(usize::from(u16::MAX) - 40) {
         return None;
     }
-    match ip[6] {
+    match h.get(20).copied().unwrap_or(ipproto::NONXT) {
         ipproto::UDP if total >= 40 + 8 => {}
         ipproto::TCP if total >= 40 + 20 => {
             let t = l4.first_chunk::<20>()?;
