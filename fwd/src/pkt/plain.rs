@@ -230,9 +230,11 @@ pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
 /// UDP nor TCP, the general parser reads (`icmp`: the family's ICMP):
 /// ICMP's 8 bytes, SCTP's 12, none for the others; [`REFUSED`] for IPv6's
 /// extension headers and "no next header", which it walks on from (for
-/// IPv4 they are upper-layer protocols like any other). Out of the common
-/// path's way.
-#[inline(never)]
+/// IPv4 they are upper-layer protocols like any other). Inline: its call,
+/// out of line, made the recognition loops around it keep their values on
+/// the stack for UDP and TCP too (fwd's own instructions a packet on the
+/// replay recipes 168.5 -> 163.3 IPv6, 167.8 -> 165.1 IPv4, 2026-12-07).
+#[inline(always)]
 fn other_need(proto: u8, icmp: u8) -> usize {
     match proto {
         ipproto::SCTP => 12,
