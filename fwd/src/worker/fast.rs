@@ -53,7 +53,7 @@ use crate::route::Resolved;
 
 use super::local;
 use super::pipeline::{
-    egress, is_link_local_v6, is_multicast_v4, is_multicast_v6, key_of, Clock, Egress, Packets,
+    egress, is_multicast_or_link_local_v6, is_multicast_v4, key_of, Clock, Egress, Packets,
     Pipeline, Scratch, Tally, Verdict,
 };
 
@@ -621,7 +621,7 @@ fn pass<P: Packets, const V6: bool, const RULES: bool>(
             // Link-local is ours or never forwarded; neighbour discovery
             // is the general stages' whatever its destination.
             let nd = h.icmp_type().is_some_and(|t| local::is_nd_type(t.into()));
-            if is_multicast_v6(dst) || is_link_local_v6(dst) || nd {
+            if is_multicast_or_link_local_v6(dst) || nd {
                 continue;
             }
             if RULES {

@@ -702,3 +702,26 @@ fn the_host_path_takes_what_is_for_the_appliance_and_not_answered_here() {
     assert_eq!(v[6], Verdict::Consumed);
     assert_eq!(s.n_learned, 1);
 }
+
+/// The fast path's one test of the top 10 bits is the two prefix tests:
+/// around fe80::/10 and ff00::/8 and their neighbours.
+#[test]
+fn multicast_or_link_local_is_the_two_tests() {
+    let tops = [
+        0u128, 0x2001, 0xfe7f, 0xfe80, 0xfebf, 0xfec0, 0xfeff, 0xff00, 0xff02, 0xffff,
+    ];
+    for top in tops {
+        for low in [0u128, 1, u128::MAX >> 16] {
+            let a = top << 112 | low;
+            assert_eq!(
+                is_multicast_or_link_local_v6(a),
+                is_multicast_v6(a) || is_link_local_v6(a),
+                "{a:#x}"
+            );
+        }
+    }
+    assert!(is_multicast_or_link_local_v6(0xfe80 << 112));
+    assert!(is_multicast_or_link_local_v6(0xff02 << 112 | 1));
+    assert!(!is_multicast_or_link_local_v6(0xfec0 << 112));
+    assert!(!is_multicast_or_link_local_v6(0x2001 << 112));
+}
