@@ -159,9 +159,9 @@ fn plain_ipv6_is_accepted_whatever_its_upper_layer_and_nothing_else() {
         assert_eq!(v6(&f), None);
         assert!(parse(&f).is_err());
     }
-    // TCP data offset below 5, or past the packet.
+    // TCP data offset below 5, or past the packet (by 4 bytes, or 8).
     let tcp = build::tcp6(&spec, s6, d6, 1, 2, 0x10, b"");
-    for doff in [0x40, 0x70] {
+    for doff in [0x40, 0x60, 0x70] {
         let mut f = tcp.clone();
         f[14 + 40 + 12] = doff;
         assert_eq!(v6(&f), None);
@@ -230,8 +230,8 @@ fn everything_else_is_left_to_the_general_parser() {
     assert_eq!(plain(&bad, None), None);
     assert!(plain(&bad, Some(true)).is_some());
     assert_eq!(plain(&good, Some(false)), None);
-    // TCP data offset below 5, or past the packet.
-    for doff in [0x40, 0x70] {
+    // TCP data offset below 5, or past the packet (by 4 bytes, or 8).
+    for doff in [0x40, 0x60, 0x70] {
         let mut f = good.clone();
         f[14 + 20 + 12] = doff;
         assert_eq!(plain(&f, Some(true)), None);
