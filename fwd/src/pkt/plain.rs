@@ -61,11 +61,7 @@ pub fn plain_v4(frame: &[u8], nic_csum: NicCsum) -> Option<PlainV4<'_>> {
     // Ethernet, IPv4 and the first 20 bytes after it (a UDP frame of the
     // minimum size, 60 bytes without the FCS, has them).
     let h = frame.first_chunk::<{ L4 + 20 }>()?;
-    let word = |at: usize| {
-        h.get(at..)
-            .and_then(|w| w.first_chunk::<8>())
-            .map_or(0, |w| u64::from_le_bytes(*w))
-    };
+    let word = |at: usize| le_word(h, at);
     // w0: EtherType, version/IHL, TOS, total length, id (bytes 12..20);
     // w1: flags/fragment offset, TTL, protocol, checksum, source (20..28);
     // w2: source, destination, the first L4 bytes (28..36).
@@ -184,10 +180,7 @@ pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
     // Bytes 12..20 (the EtherType, the version nibble, the payload length)
     // and 20 (the next header) as a word and a byte, as `plain_v4` reads
     // its header: one load and one test for the first three checks.
-    let w = h
-        .get(12..)
-        .and_then(|w| w.first_chunk::<8>())
-        .map_or(0, |w| u64::from_le_bytes(*w));
+    let w = le_word(h, 12);
     let payload = usize::from(((w >> 48) as u16).swap_bytes());
     let total = 40 + payload;
     // Untagged IPv6, the packet within the frame (and its length a u16,
@@ -198,6 +191,15 @@ pub fn plain_v6(frame: &[u8]) -> Option<PlainV6<'_>> {
     let proto = h.get(20).copied().unwrap_or(ipproto::NONXT);
     let tcp_doff = || l4.get(12).copied();
     upper_fits(proto, 40, total, tcp_doff, ipproto::ICMPV6).then_some(PlainV6(h, l4))
+}
+
+/// The 8 bytes of `h` from `at` as a little-endian word (0 past its end:
+/// the callers' headers are fixed-size arrays that hold their words).
+#[inline(always)]
+fn le_word(h: &[u8], at: usize) -> u64 {
+    h.get(at..)
+        .and_then(|w| w.first_chunk::<8>())
+        .map_or(0, |w| u64::from_le_bytes(*w))
 }
 
 /// Whether the upper-layer header of protocol `proto` lies within a packet

@@ -657,12 +657,10 @@ fn apply_rule<P: Packets>(
     }
 }
 
-/// An IPv6 link-local address (fe80::/10), never forwarded. (Its high
-/// word alone, as [`is_multicast_v6`]: a test of the `u128` compiled to a
-/// compare of both words.)
+/// An IPv6 link-local address (fe80::/10), never forwarded.
 #[inline(always)]
 pub(super) fn is_link_local_v6(dst: u128) -> bool {
-    (dst >> 64) as u64 >> 54 == 0x3fa
+    dst >> 118 == 0x3fa
 }
 
 /// IPv4 multicast (224.0.0.0/4) or limited broadcast (and class E), or
@@ -682,11 +680,10 @@ pub(super) fn is_multicast_v4(dst: u32) -> bool {
     dst >= 0xe000_0000
 }
 
-/// [`is_multicast`] of an IPv6 destination (host order): ff00::/8, by
-/// its high word (see [`is_link_local_v6`]).
+/// [`is_multicast`] of an IPv6 destination (host order): ff00::/8.
 #[inline(always)]
 pub(super) fn is_multicast_v6(dst: u128) -> bool {
-    (dst >> 64) as u64 >> 56 == 0xff
+    dst >> 120 == 0xff
 }
 
 /// [`is_multicast_v6`] or [`is_link_local_v6`] (never routed), as one
