@@ -171,6 +171,7 @@ impl Drop for Mbuf {
 /// behind are freed on drop.
 pub struct RxBurst {
     pkts: [*mut dpdk_sys::rte_mbuf; BURST],
+    /// Invariant: at most `BURST` (so an index below it is in `pkts`).
     len: usize,
 }
 
@@ -274,25 +275,32 @@ impl<'a> Received<'a> {
         self.burst.len == 0
     }
 
-    /// Packet `i`'s mbuf (None out of range).
+    /// Packet `i`'s mbuf (None out of range). One compare: the index
+    /// against the burst's length, which is at most `BURST` (a second
+    /// check against the array's size cost 2 instructions each time the
+    /// fast path reaches a packet, `bench-results/counts.md`, 2026-12-07).
     #[inline(always)]
     fn at(&self, i: usize) -> Option<*mut dpdk_sys::rte_mbuf> {
         if i >= self.burst.len {
             return None;
         }
-        self.burst.pkts.get(i).copied()
+        // SAFETY: i < len <= BURST (RxBurst's invariant), so in bounds.
+        Some(unsafe { *self.burst.pkts.get_unchecked(i) })
     }
 
-    /// Borrows packet `i` (None out of range).
+    /// Borrows packet `i` (None out of range; one compare, as `at`).
     #[inline(always)]
     pub fn get_mut(&mut self, i: usize) -> Option<&mut Mbuf> {
         if i >= self.burst.len {
             return None;
         }
-        let slot = self.burst.pkts.get_mut(i)?;
-        // SAFETY: Mbuf is repr(transparent) over a non-null *mut rte_mbuf,
-        // and the slot holds a valid owned mbuf (the type's invariant).
-        Some(unsafe { &mut *(slot as *mut *mut dpdk_sys::rte_mbuf as *mut Mbuf) })
+        // SAFETY: i < len <= BURST (RxBurst's invariant), so in bounds;
+        // Mbuf is repr(transparent) over a non-null *mut rte_mbuf, and the
+        // slot holds a valid owned mbuf (the type's invariant).
+        Some(unsafe {
+            let slot = self.burst.pkts.get_unchecked_mut(i);
+            &mut *(slot as *mut *mut dpdk_sys::rte_mbuf as *mut Mbuf)
+        })
     }
 
     /// Length of packet `i` (0 out of range).
