@@ -87,7 +87,8 @@ pub struct Left {
     pub rest: Mask,
     /// The port every packet of the burst goes to (`Tx`), when the fast
     /// path forwarded them all to one: the burst can go to the driver as
-    /// it is.
+    /// it is. ([`Pipeline::fast_deferred`] then leaves the verdicts
+    /// unwritten.)
     pub whole: Option<u16>,
 }
 
@@ -107,6 +108,28 @@ impl Pipeline<'_> {
     /// it left for the general stages.
     #[inline(always)]
     pub fn fast<P: Packets>(
+        &self,
+        pkts: &mut P,
+        s: &mut Scratch,
+        tally: &mut Tally,
+        rc: &mut CounterWriter,
+        clock: Clock,
+    ) -> Left {
+        let left = self.fast_deferred(pkts, s, tally, rc, clock);
+        if let Some(port) = left.whole {
+            let n = pkts.count();
+            s.verdict[..n].fill(Verdict::Tx(port));
+        }
+        left
+    }
+
+    /// [`Pipeline::fast`], except that a burst it forwards whole
+    /// ([`Left::whole`]) keeps the verdicts it had: each packet's is
+    /// `Tx` of that port, and the poll loop, which then sends the burst as
+    /// it is, never reads them (two stores and a load a packet, in a loop
+    /// that spilled the port to the stack for them).
+    #[inline(always)]
+    pub fn fast_deferred<P: Packets>(
         &self,
         pkts: &mut P,
         s: &mut Scratch,
@@ -203,6 +226,7 @@ impl Pipeline<'_> {
             mixed: false,
             run: HitRun::default(),
             cached: (u32::MAX, None),
+            unwritten: [(0, 0); 2],
         };
         let (v4, v6) = (
             (&s.v4_idx[..n4], &s.v4_out[..n4], &found[..n4]),
@@ -220,13 +244,21 @@ impl Pipeline<'_> {
         step.forward::<P, false, RULES>(pkts, v4);
         step.forward::<P, true, RULES>(pkts, v6);
         out.run.flush(rc, clock.tick_ms);
+        let whole = if out.rest == 0 && !out.mixed {
+            out.to
+        } else {
+            None
+        };
+        if whole.is_none() {
+            for (m, port) in out.unwritten {
+                for i in Bits(m) {
+                    s.verdict[i] = Verdict::Tx(port);
+                }
+            }
+        }
         Left {
             rest: out.rest,
-            whole: if out.rest == 0 && !out.mixed {
-                out.to
-            } else {
-                None
-            },
+            whole,
         }
     }
 
@@ -353,12 +385,15 @@ impl Step<'_, '_> {
             // The common burst: every candidate via one next hop. Its loop
             // has no next hop to follow, and fewer values to keep: the
             // loop below spilled a dozen of them to the stack a packet.
+            // Its verdicts are written only if the burst is not forwarded
+            // whole (see `Pipeline::fast_deferred`).
             Some(nh) => {
                 if let Some(hop) = self.hop(nh) {
                     for (k, &i) in idx.iter().enumerate() {
                         let rule = rule.get(k).copied().flatten();
-                        self.one::<P, V6, RULES>(pkts, i, &hop, rule, &mut done, &mut bytes);
+                        self.one::<P, V6, RULES, false>(pkts, i, &hop, rule, &mut done, &mut bytes);
                     }
+                    self.out.unwritten[usize::from(V6)] = (done, hop.port);
                 }
             }
             None => {
@@ -370,7 +405,7 @@ impl Step<'_, '_> {
                         continue;
                     };
                     let rule = rule.get(k).copied().flatten();
-                    self.one::<P, V6, RULES>(pkts, i, &hop, rule, &mut done, &mut bytes);
+                    self.one::<P, V6, RULES, true>(pkts, i, &hop, rule, &mut done, &mut bytes);
                 }
             }
         }
@@ -400,9 +435,10 @@ impl Step<'_, '_> {
 
     /// Forwards packet `i` via `hop` if the plain frame's rewrite takes it:
     /// its bit in `done`, its received bytes in `bytes`, its hit on `rule`
-    /// when `RULES` (`rule` is None otherwise).
+    /// when `RULES` (`rule` is None otherwise), its verdict when `VERDICT`
+    /// (the caller writes it otherwise).
     #[inline(always)]
-    fn one<P: Packets, const V6: bool, const RULES: bool>(
+    fn one<P: Packets, const V6: bool, const RULES: bool, const VERDICT: bool>(
         &mut self,
         pkts: &mut P,
         i: u8,
@@ -411,7 +447,10 @@ impl Step<'_, '_> {
         done: &mut Mask,
         bytes: &mut u64,
     ) {
-        let i = usize::from(i);
+        // Below BURST (a burst index, from step 1): said so, the verdict's
+        // index needs no check of its own (an `and` for a compare and a
+        // branch).
+        let i = usize::from(i) % BURST;
         let Some(frame) = pkts.frame(i) else {
             return;
         };
@@ -436,7 +475,9 @@ impl Step<'_, '_> {
                 .run
                 .add(r.slot(), len.min(end) as u64, self.rc, self.tick);
         }
-        self.verdict[i] = Verdict::Tx(hop.port);
+        if VERDICT {
+            self.verdict[i] = Verdict::Tx(hop.port);
+        }
         *done |= 1 << i;
     }
 }
@@ -467,6 +508,10 @@ struct Forwarded {
     /// Packets of a burst mostly share a next hop: the last one's, taken
     /// again without asking [`Hops`].
     cached: (u32, Option<Hop>),
+    /// Per family (IPv4, IPv6), the packets forwarded by the one-next-hop
+    /// loop and their port: their verdicts, to be written unless the burst
+    /// goes whole.
+    unwritten: [(Mask, u16); 2],
 }
 
 /// The next hops the fast path resolved ([`ready`]), kept across bursts

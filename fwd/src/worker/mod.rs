@@ -324,10 +324,12 @@ impl Worker {
             }
         }
         let burst = rx.into_burst();
-        // Carry out the verdicts (none are left after the shortcut).
+        // Carry out the verdicts (none are left after the shortcut). A
+        // burst forwarded whole to one port has its verdicts unwritten
+        // (`Pipeline::run`): each is `Tx` of that port.
         let mut now_ns = None;
         for i in 0..burst.len() {
-            let v = s.verdict[i];
+            let v = whole.map_or(s.verdict[i], Verdict::Tx);
             // Forwarding first, as a predicted branch, not a jump table.
             if let Verdict::Tx(port) = v {
                 let out = usize::from(port);

@@ -152,6 +152,23 @@ fn run(t: &Tables, frames: &mut Frames) -> (Scratch, Tally) {
     run_with(t, frames, false)
 }
 
+/// `pipe.run` with the verdicts of a burst it forwards whole (left
+/// unwritten) written as the poll loop reads them, `Tx` of that port:
+/// every verdict final.
+pub(in crate::worker) fn run_settled(
+    pipe: &Pipeline,
+    frames: &mut Frames,
+    s: &mut Scratch,
+    tally: &mut Tally,
+    rc: &mut acl::CounterWriter,
+) -> Option<u16> {
+    let whole = pipe.run(frames, s, tally, rc, Clock::default);
+    if let Some(port) = whole {
+        s.verdict[..frames.f.len()].fill(Verdict::Tx(port));
+    }
+    whole
+}
+
 /// With the host path on or off.
 fn run_with(t: &Tables, frames: &mut Frames, host: bool) -> (Scratch, Tally) {
     let mut s = Scratch::default();
@@ -163,7 +180,7 @@ fn run_with(t: &Tables, frames: &mut Frames, host: bool) -> (Scratch, Tally) {
         reject: IcmpError::AdminProhibited,
         host,
     };
-    pipe.run(frames, &mut s, &mut tally, &mut writers[0], Clock::default);
+    run_settled(&pipe, frames, &mut s, &mut tally, &mut writers[0]);
     (s, tally)
 }
 
@@ -545,7 +562,7 @@ fn run_counted(t: &Tables, frames: &mut Frames) -> (Scratch, Tally, Vec<(u32, u6
     let mut s = Scratch::default();
     let mut tally = Tally::default();
     let (set, mut writers) = acl::CounterSet::new(1, 1024);
-    pipe(t).run(frames, &mut s, &mut tally, &mut writers[0], Clock::default);
+    run_settled(&pipe(t), frames, &mut s, &mut tally, &mut writers[0]);
     let mut hits: Vec<(u32, u64)> = t
         .acl
         .entries()
