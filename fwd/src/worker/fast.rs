@@ -38,7 +38,10 @@
 //!    ([`pkt::forward_plain_v4`]:
 //!    TTL and MTU checks, TTL and checksum, the next hop's MAC pair in two
 //!    stores), trim the Ethernet padding, count the rules' hits (a run of
-//!    packets on one rule at once) and mark `Tx` what forwards.
+//!    packets on one rule at once) and mark `Tx` what forwards (in the
+//!    poll loop's call, [`Pipeline::fast_deferred`], only when the burst
+//!    does not go out whole to one port: then each verdict is that port's
+//!    `Tx` without a store).
 //!
 //! A packet stops at the first condition it fails and is left unchanged to
 //! the general stages, which decide it from scratch: the fast path only
