@@ -323,8 +323,7 @@ fn main() {
         run(name, &routed, blocks, |b| {
             let mut frames = fast_path::Frames(b);
             let mut tally = Tally::default();
-            // As the poll loop calls it (`Pipeline::run`).
-            let left = fast_path::pipe(&tables).fast_deferred(
+            let left = fast_path::pipe(&tables).fast(
                 &mut frames,
                 &mut scratch,
                 &mut tally,

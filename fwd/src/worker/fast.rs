@@ -38,10 +38,9 @@
 //!    ([`pkt::forward_plain_v4`]:
 //!    TTL and MTU checks, TTL and checksum, the next hop's MAC pair in two
 //!    stores), trim the Ethernet padding, count the rules' hits (a run of
-//!    packets on one rule at once) and mark `Tx` what forwards (in the
-//!    poll loop's call, [`Pipeline::fast_deferred`], only when the burst
-//!    does not go out whole to one port: then each verdict is that port's
-//!    `Tx` without a store).
+//!    packets on one rule at once) and mark `Tx` what forwards (only when
+//!    the burst does not go out whole to one port: then each verdict is
+//!    that port's `Tx` without a store, see [`Pipeline::fast`]).
 //!
 //! A packet stops at the first condition it fails and is left unchanged to
 //! the general stages, which decide it from scratch: the fast path only
@@ -90,8 +89,7 @@ pub struct Left {
     pub rest: Mask,
     /// The port every packet of the burst goes to (`Tx`), when the fast
     /// path forwarded them all to one: the burst can go to the driver as
-    /// it is. ([`Pipeline::fast_deferred`] then leaves the verdicts
-    /// unwritten.)
+    /// it is. ([`Pipeline::fast`] then leaves the verdicts unwritten.)
     pub whole: Option<u16>,
 }
 
@@ -108,31 +106,13 @@ pub fn first(n: usize) -> Mask {
 impl Pipeline<'_> {
     /// Forwards what it can of the burst (`s.verdict[i] = Tx(port)`, frame
     /// rewritten, received bytes and rule hits counted) and returns what
-    /// it left for the general stages.
+    /// it left for the general stages. A burst it forwards whole
+    /// ([`Left::whole`]) keeps the verdicts it had: each packet's is `Tx`
+    /// of that port, and the poll loop, which then sends the burst as it
+    /// is, never reads them (two stores and a load a packet, in a loop that
+    /// spilled the port to the stack for them).
     #[inline(always)]
     pub fn fast<P: Packets>(
-        &self,
-        pkts: &mut P,
-        s: &mut Scratch,
-        tally: &mut Tally,
-        rc: &mut CounterWriter,
-        clock: Clock,
-    ) -> Left {
-        let left = self.fast_deferred(pkts, s, tally, rc, clock);
-        if let Some(port) = left.whole {
-            let n = pkts.count();
-            s.verdict[..n].fill(Verdict::Tx(port));
-        }
-        left
-    }
-
-    /// [`Pipeline::fast`], except that a burst it forwards whole
-    /// ([`Left::whole`]) keeps the verdicts it had: each packet's is
-    /// `Tx` of that port, and the poll loop, which then sends the burst as
-    /// it is, never reads them (two stores and a load a packet, in a loop
-    /// that spilled the port to the stack for them).
-    #[inline(always)]
-    pub fn fast_deferred<P: Packets>(
         &self,
         pkts: &mut P,
         s: &mut Scratch,
@@ -389,7 +369,7 @@ impl Step<'_, '_> {
             // has no next hop to follow, and fewer values to keep: the
             // loop below spilled a dozen of them to the stack a packet.
             // Its verdicts are written only if the burst is not forwarded
-            // whole (see `Pipeline::fast_deferred`).
+            // whole (see `Pipeline::fast`).
             Some(nh) => {
                 if let Some(hop) = self.hop(nh) {
                     for (k, &i) in idx.iter().enumerate() {

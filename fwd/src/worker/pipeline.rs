@@ -260,9 +260,8 @@ impl Pipeline<'_> {
     /// stages see only what it left. Returns the port every packet goes to
     /// when the fast path forwarded the whole burst to one (the burst can
     /// go to the driver as it is): `s.verdict` is then left as it was
-    /// (each packet's verdict is `Tx` of that port,
-    /// [`Pipeline::fast_deferred`]). Otherwise (None) `s.verdict[..n]` are
-    /// final afterwards.
+    /// (each packet's verdict is `Tx` of that port, [`Pipeline::fast`]).
+    /// Otherwise (None) `s.verdict[..n]` are final afterwards.
     #[inline(always)]
     pub fn run<P: Packets>(
         &self,
@@ -274,7 +273,7 @@ impl Pipeline<'_> {
     ) -> Option<u16> {
         let acl = !self.tables.acl.is_empty();
         let clock = if acl { clock() } else { Clock::default() };
-        let left = self.fast_deferred(pkts, s, tally, rules, clock);
+        let left = self.fast(pkts, s, tally, rules, clock);
         s.n_learned = 0;
         let todo = left.rest;
         if todo == 0 {
