@@ -87,10 +87,21 @@ impl Iterator for Bits {
 pub struct Left {
     /// The packets for the general stages.
     pub rest: Mask,
-    /// The port every packet of the burst goes to (`Tx`), when the fast
-    /// path forwarded them all to one: the burst can go to the driver as
-    /// it is. ([`Pipeline::fast`] then leaves the verdicts unwritten.)
-    pub whole: Option<u16>,
+    /// When the fast path forwarded every packet of the burst to one
+    /// port: the burst can go to the driver as it is. ([`Pipeline::fast`]
+    /// then leaves the verdicts unwritten.)
+    pub whole: Option<Whole>,
+}
+
+/// A burst forwarded whole to one port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Whole {
+    /// The port every packet goes to (`Tx`).
+    pub port: u16,
+    /// The burst's bytes as it goes out (the frames' lengths after their
+    /// padding was trimmed): the port's transmitted bytes, which the poll
+    /// loop then need not add up from the mbufs.
+    pub bytes: u64,
 }
 
 /// The first `n` packets.
@@ -210,6 +221,8 @@ impl Pipeline<'_> {
             run: HitRun::default(),
             cached: (u32::MAX, None),
             unwritten: [(0, 0); 2],
+            bytes: 0,
+            trimmed: 0,
         };
         let (v4, v6) = (
             (&s.v4_idx[..n4], &s.v4_out[..n4], &found[..n4]),
@@ -227,10 +240,12 @@ impl Pipeline<'_> {
         step.forward::<P, false, RULES>(pkts, v4);
         step.forward::<P, true, RULES>(pkts, v6);
         out.run.flush(rc, clock.tick_ms);
-        let whole = if out.rest == 0 && !out.mixed {
-            out.to
-        } else {
-            None
+        let whole = match out.to {
+            Some(port) if out.rest == 0 && !out.mixed => Some(Whole {
+                port,
+                bytes: out.bytes - out.trimmed,
+            }),
+            _ => None,
         };
         if whole.is_none() {
             for (m, port) in out.unwritten {
@@ -255,9 +270,10 @@ impl Pipeline<'_> {
             s.verdict[i] = Verdict::Tx(port);
         }
         let rest = rest & !m;
+        // (No byte count: a cutoff build's port counters are not read.)
         Left {
             rest,
-            whole: (rest == 0 && m != 0).then_some(port),
+            whole: (rest == 0 && m != 0).then_some(Whole { port, bytes: 0 }),
         }
     }
 }
@@ -393,6 +409,7 @@ impl Step<'_, '_> {
             }
         }
         self.tally.rx_bytes += bytes;
+        self.out.bytes += bytes;
         self.out.rest &= !done;
     }
 
@@ -451,6 +468,7 @@ impl Step<'_, '_> {
         *bytes += len as u64;
         if len > end {
             pkts.trim_to(i, end);
+            self.out.trimmed += (len - end) as u64;
         }
         if let (true, Some(r)) = (RULES, rule) {
             // What the general classify counts: the trimmed length.
@@ -495,6 +513,11 @@ struct Forwarded {
     /// loop and their port: their verdicts, to be written unless the burst
     /// goes whole.
     unwritten: [(Mask, u16); 2],
+    /// The bytes of the packets forwarded, as received, and how many of
+    /// them were trimmed off (Ethernet padding, rare): the difference is
+    /// what goes out.
+    bytes: u64,
+    trimmed: u64,
 }
 
 /// The next hops the fast path resolved ([`ready`]), kept across bursts

@@ -314,11 +314,11 @@ impl Worker {
         // buffer is empty goes out as it is (l3fwd's shortcut); the rest
         // one by one. (With packets waiting in that buffer, the order on
         // the port needs them sent first: the one-by-one path.)
-        if let (true, Some(port)) = (n == BURST, whole) {
-            let out = usize::from(port);
+        if let (true, Some(w)) = (n == BURST, whole) {
+            let out = usize::from(w.port);
             if self.txbufs.get(out).is_some_and(TxBuffer::is_empty) {
                 if let Some(q) = self.setup.tx.get_mut(out) {
-                    let f = rx.send_all(q);
+                    let f = rx.send_all(q, w.bytes);
                     account_tx(counters, out, f);
                 }
             }
@@ -329,7 +329,7 @@ impl Worker {
         // (`Pipeline::run`): each is `Tx` of that port.
         let mut now_ns = None;
         for i in 0..burst.len() {
-            let v = whole.map_or(s.verdict[i], Verdict::Tx);
+            let v = whole.map_or(s.verdict[i], |w| Verdict::Tx(w.port));
             // Forwarding first, as a predicted branch, not a jump table.
             if let Verdict::Tx(port) = v {
                 let out = usize::from(port);

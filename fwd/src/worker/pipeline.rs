@@ -33,7 +33,7 @@ use crate::route::Resolved;
 use crate::stats::{DropReason, Event};
 use crate::tables::Tables;
 
-use super::fast::{Bits, Mask};
+use super::fast::{Bits, Mask, Whole};
 use super::local;
 
 /// A burst of frames as the stages see them.
@@ -258,10 +258,11 @@ pub struct Pipeline<'a> {
 impl Pipeline<'_> {
     /// Runs every stage. The [fast path](super::fast) goes first and the
     /// stages see only what it left. Returns the port every packet goes to
-    /// when the fast path forwarded the whole burst to one (the burst can
-    /// go to the driver as it is): `s.verdict` is then left as it was
-    /// (each packet's verdict is `Tx` of that port, [`Pipeline::fast`]).
-    /// Otherwise (None) `s.verdict[..n]` are final afterwards.
+    /// and the burst's bytes when the fast path forwarded the whole burst
+    /// to one (the burst can go to the driver as it is): `s.verdict` is
+    /// then left as it was (each packet's verdict is `Tx` of that port,
+    /// [`Pipeline::fast`]). Otherwise (None) `s.verdict[..n]` are final
+    /// afterwards.
     #[inline(always)]
     pub fn run<P: Packets>(
         &self,
@@ -270,7 +271,7 @@ impl Pipeline<'_> {
         tally: &mut Tally,
         rules: &mut CounterWriter,
         clock: impl FnOnce() -> Clock,
-    ) -> Option<u16> {
+    ) -> Option<Whole> {
         let acl = !self.tables.acl.is_empty();
         let clock = if acl { clock() } else { Clock::default() };
         let left = self.fast(pkts, s, tally, rules, clock);
@@ -689,13 +690,14 @@ pub(super) fn is_multicast_v6(dst: u128) -> bool {
 }
 
 /// [`is_multicast_v6`] or [`is_link_local_v6`] (never routed), as one
-/// test of the address's top 10 bits: fe80::/10 is 0x3fa, ff00::/8 0x3fc
-/// and above (the two tests apart were a dozen instructions a packet on
-/// the fast path).
+/// compare of the address's top 10 bits: fe80::/10 is 0x3fa, ff00::/8
+/// 0x3fc to 0x3ff, and with the lowest of the 10 flipped they are 0x3fb
+/// to 0x3ff, all above fec0::/10's 0x3fa (the two tests apart were a
+/// dozen instructions a packet on the fast path, a test of each range
+/// eight).
 #[inline(always)]
 pub(super) fn is_multicast_or_link_local_v6(dst: u128) -> bool {
-    let top = (dst >> 118) as u32;
-    top == 0x3fa || top >= 0x3fc
+    ((dst >> 118) as u32 ^ 1) >= 0x3fb
 }
 
 impl Pipeline<'_> {
