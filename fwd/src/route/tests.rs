@@ -397,8 +397,62 @@ fn probes(width: u8, m: &RefLpm, extra: &[u128], seed: u64) -> Vec<u128> {
     v
 }
 
+/// Burst lookups of `d` (IPv4 when `width` is 32) return the next hop
+/// when every lane's route (in the model `m`) is the same plain next hop,
+/// and `out` is then that next hop for every lane: over each probe alone,
+/// repeated, over runs of consecutive probes, of up to more than a chunk
+/// (the most a burst lookup takes at once), and over two chunks of one
+/// probe each.
+fn check_one_next_hop(width: u8, r: &Routing, m: &RefLpm, d: &[u128]) {
+    let plain = |&a: &u128| {
+        let t = if width == 32 {
+            m.lookup4(a as u32)
+        } else {
+            m.lookup6(a)
+        };
+        match t {
+            Some(Target::NextHop(id)) => Some(id),
+            _ => None,
+        }
+    };
+    let burst = |d: &[u128]| {
+        let mut out = vec![Resolved::NoRoute; d.len()];
+        let one = if width == 32 {
+            let d: Vec<u32> = d.iter().map(|&a| a as u32).collect();
+            r.lookup4_burst(0, &d, |_| 0, &mut out)
+        } else {
+            r.lookup6_burst(0, d, |_| 0, &mut out)
+        };
+        let first = plain(&d[0]);
+        let want = first.filter(|_| d.iter().all(|a| plain(a) == first));
+        assert_eq!(one, want, "{d:x?}");
+        if let Some(nh) = one {
+            assert!(out.iter().all(|&o| o == Resolved::Forward(nh)), "{d:x?}");
+        }
+        one.is_some()
+    };
+    let mut named = 0;
+    for &a in d {
+        named += usize::from(burst(&[a; 3]));
+        named += usize::from(burst(&[a; 40]));
+    }
+    for n in [2, 5, 32, 64, 100] {
+        for w in d.chunks(n) {
+            burst(w);
+        }
+    }
+    // Two chunks, each all one next hop: the same one, or two.
+    const CHUNK: usize = super::fib::BURST_MAX;
+    for w in d.windows(2) {
+        burst(&[[w[0]; CHUNK], [w[1]; CHUNK]].concat());
+    }
+    // Not vacuous: the probes hit plain next hops.
+    assert!(named > 0 || !d.iter().any(|a| plain(a).is_some()));
+}
+
 fn check_version(width: u8, r: &Routing, m: &RefLpm, extra: &[u128], seed: u64) {
     let pr = probes(width, m, extra, seed);
+    check_one_next_hop(width, r, m, &pr);
     let hashes: Vec<u32> = (0..pr.len() as u32).collect();
     let mut out = vec![Resolved::NoRoute; pr.len()];
     if width == 32 {

@@ -237,6 +237,11 @@ impl Routing {
     /// packets whose route is an ECMP group, so a table without groups (or
     /// a burst that hits none) costs no hashing at all.
     ///
+    /// Returns the next hop when every destination found the same plain
+    /// one (`out` is then all `Forward` of it): the common burst, which
+    /// the caller need not read lane by lane (the worker's fast path
+    /// forwards it in a loop without next-hop changes).
+    ///
     /// # Panics
     /// If `dsts` and `out` differ in length.
     #[inline(always)]
@@ -246,13 +251,13 @@ impl Routing {
         dsts: &[u32],
         hash: impl FnMut(usize) -> u32,
         out: &mut [Resolved],
-    ) {
+    ) -> Option<NhId> {
         let t = self.vrfs.get(&vrf);
-        self.lookup_burst(t.map(|t| &t.v4.fib), dsts, hash, out);
+        self.lookup_burst(t.map(|t| &t.v4.fib), dsts, hash, out)
     }
 
     /// IPv6 lookups for a burst (level by level across the burst); `hash`
-    /// as for [`Routing::lookup4_burst`].
+    /// and the next hop returned as for [`Routing::lookup4_burst`].
     ///
     /// # Panics
     /// If `dsts` and `out` differ in length.
@@ -263,9 +268,9 @@ impl Routing {
         dsts: &[u128],
         hash: impl FnMut(usize) -> u32,
         out: &mut [Resolved],
-    ) {
+    ) -> Option<NhId> {
         let t = self.vrfs.get(&vrf);
-        self.lookup_burst(t.map(|t| &t.v6.fib), dsts, hash, out);
+        self.lookup_burst(t.map(|t| &t.v6.fib), dsts, hash, out)
     }
 
     /// The body of both burst lookups.
@@ -276,13 +281,14 @@ impl Routing {
         dsts: &[F::Addr],
         mut hash: impl FnMut(usize) -> u32,
         out: &mut [Resolved],
-    ) {
+    ) -> Option<NhId> {
         assert!(dsts.len() == out.len());
         let Some(fib) = fib else {
             out.fill(Resolved::NoRoute);
-            return;
+            return None;
         };
         let mut ent = [0u32; BURST];
+        let mut one = None;
         // By index, not `chunks().zip()`: that zip was not inlined, and
         // took its lengths with two divisions a call.
         let mut c = 0;
@@ -291,19 +297,32 @@ impl Routing {
             let (d, o) = (&dsts[c..end], &mut out[c..end]);
             let e = &mut ent[..d.len()];
             fib.lookup_burst(d, e);
-            // The common burst, every entry a plain next hop, without the
-            // per-entry dispatch (-0.8 ns a packet on the worker's fast
-            // path, `bench-results/throughput.md`); the others out of line,
-            // so that the fast path's loop around this one keeps its code.
-            if e.iter().fold(0, |a, &x| a | ((x >> KIND_SHIFT) ^ K_NH)) == 0 {
+            // The common burst, every entry the same plain next hop, in
+            // one fill; a burst of plain next hops without the per-entry
+            // dispatch (-0.8 ns a packet on the worker's fast path,
+            // `bench-results/throughput.md`); the others out of line, so
+            // that the fast path's loop around this one keeps its code.
+            let e0 = e[0];
+            let same = (e0 >> KIND_SHIFT == K_NH) && e.iter().fold(0, |a, &x| a | (x ^ e0)) == 0;
+            let nh = e0 & ID_MASK;
+            if same {
+                o.fill(Resolved::Forward(nh));
+            } else if e.iter().fold(0, |a, &x| a | ((x >> KIND_SHIFT) ^ K_NH)) == 0 {
                 for (o, &e) in o.iter_mut().zip(e.iter()) {
                     *o = Resolved::Forward(e & ID_MASK);
                 }
             } else {
                 self.resolve_burst(e, o, |j| hash(c + j));
             }
+            // Every chunk so far the same next hop.
+            one = match (c, same) {
+                (0, true) => Some(nh),
+                (_, true) => one.filter(|&x| x == nh),
+                _ => None,
+            };
             c = end;
         }
+        one
     }
 
     /// `out[j]` for FIB entry `e[j]`, of a burst not all plain next hops;

@@ -193,17 +193,21 @@ impl Pipeline<'_> {
         if CUTOFF == Cutoff::Classify {
             return self.cut(s, listed(s, n4, n6), rest);
         }
+        // Per family, the next hop when every candidate found the same.
         let vrf = t.port_vrf(self.in_port);
+        let (mut one4, mut one6) = (None, None);
         if n4 > 0 {
             let idx = &s.v4_idx;
             let hash = |k: usize| flow_hash_of::<P, false>(pkts, idx[k]);
-            t.routing
+            one4 = t
+                .routing
                 .lookup4_burst(vrf, &s.v4_dst[..n4], hash, &mut s.v4_out[..n4]);
         }
         if n6 > 0 {
             let idx = &s.v6_idx;
             let hash = |k: usize| flow_hash_of::<P, true>(pkts, idx[k]);
-            t.routing
+            one6 = t
+                .routing
                 .lookup6_burst(vrf, &s.v6_dst[..n6], hash, &mut s.v6_out[..n6]);
         }
         if CUTOFF == Cutoff::Lookup {
@@ -237,8 +241,8 @@ impl Pipeline<'_> {
             tick: clock.tick_ms,
             out: &mut out,
         };
-        step.forward::<P, false, RULES>(pkts, v4);
-        step.forward::<P, true, RULES>(pkts, v6);
+        step.forward::<P, false, RULES>(pkts, v4, one4);
+        step.forward::<P, true, RULES>(pkts, v6, one6);
         out.run.flush(rc, clock.tick_ms);
         let whole = match out.to {
             Some(port) if out.rest == 0 && !out.mixed => Some(Whole {
@@ -366,7 +370,8 @@ struct Step<'a, 't> {
 
 impl Step<'_, '_> {
     /// Forwards the packets `idx` (IPv6 ones when `V6`) whose lookup
-    /// (`found`) gave a ready next hop and that the plain frame's rewrite
+    /// (`found`; `one`: the next hop when every lookup found it) gave a
+    /// ready next hop and that the plain frame's rewrite
     /// ([`pkt::forward_plain_v4`] or `_v6`) takes; counts their rule hits
     /// (`rule`, in `idx`'s order) when `RULES` (rules are loaded). The
     /// per-packet work is the rewrite and the verdict: what is forwarded
@@ -377,10 +382,11 @@ impl Step<'_, '_> {
         &mut self,
         pkts: &mut P,
         (idx, found, rule): (&[u8], &[Resolved], &[Option<&RuleEntry>]),
+        one: Option<u32>,
     ) {
         let mut done: Mask = 0;
         let mut bytes = 0u64;
-        match one_hop(found) {
+        match one {
             // The common burst: every candidate via one next hop. Its loop
             // has no next hop to follow, and fewer values to keep: the
             // loop below spilled a dozen of them to the stack a packet.
@@ -388,10 +394,7 @@ impl Step<'_, '_> {
             // whole (see `Pipeline::fast`).
             Some(nh) => {
                 if let Some(hop) = self.hop(nh) {
-                    for (k, &i) in idx.iter().enumerate() {
-                        let rule = rule.get(k).copied().flatten();
-                        self.one::<P, V6, RULES, false>(pkts, i, &hop, rule, &mut done, &mut bytes);
-                    }
+                    (done, bytes) = self.via_one::<P, V6, RULES>(pkts, idx, rule, &hop);
                     self.out.unwritten[usize::from(V6)] = (done, hop.port);
                 }
             }
@@ -411,6 +414,29 @@ impl Step<'_, '_> {
         self.tally.rx_bytes += bytes;
         self.out.bytes += bytes;
         self.out.rest &= !done;
+    }
+
+    /// [`Step::forward`]'s loop for candidates that all go via `hop`:
+    /// returns the packets forwarded and their received bytes; their
+    /// verdicts are left to the caller. Out of line: its own registers,
+    /// where inside the poll loop's one function it kept the received
+    /// bytes, the MTU and a MAC word on the stack (IPv6 x1.021 in a loop
+    /// A/B for one more instruction a packet; the recognition pass out of
+    /// line as well, x1.003: not done, `bench-results/counts.md`).
+    #[inline(never)]
+    fn via_one<P: Packets, const V6: bool, const RULES: bool>(
+        &mut self,
+        pkts: &mut P,
+        idx: &[u8],
+        rule: &[Option<&RuleEntry>],
+        hop: &Hop,
+    ) -> (Mask, u64) {
+        let (mut done, mut bytes) = (0, 0);
+        for (k, &i) in idx.iter().enumerate() {
+            let rule = rule.get(k).copied().flatten();
+            self.one::<P, V6, RULES, false>(pkts, i, hop, rule, &mut done, &mut bytes);
+        }
+        (done, bytes)
     }
 
     /// Next hop `nh` when it is ready (see [`Forwarded::cached`]), and
@@ -481,19 +507,6 @@ impl Step<'_, '_> {
         }
         *done |= 1 << i;
     }
-}
-
-/// The next hop of every packet of `found`, when they all have the same.
-#[inline(always)]
-fn one_hop(found: &[Resolved]) -> Option<u32> {
-    let Some(&Resolved::Forward(nh)) = found.first() else {
-        return None;
-    };
-    // Branch-free over the burst: one compare a packet.
-    let same = found
-        .iter()
-        .fold(true, |a, r| a & (*r == Resolved::Forward(nh)));
-    same.then_some(nh)
 }
 
 /// What the forwarding pass has done so far.

@@ -12,7 +12,7 @@ use super::super::pipeline::tests::{
     MAC_B,
 };
 use super::super::pipeline::{Clock, Scratch, Tally, Verdict};
-use super::{first, one_hop, Left, Whole};
+use super::{first, Left, Whole};
 use crate::acl;
 use crate::pkt::build::{self, Ext6, FrameSpec, VlanTag};
 use crate::pkt::ipproto;
@@ -187,22 +187,6 @@ fn a_burst_of_both_families_is_taken_whichever_comes_first() {
             assert_eq!(fr[if v6 { 14 + 7 } else { 22 }], 63);
         }
     }
-}
-
-/// The next hop every lookup of a burst found, only when they all found
-/// the same one.
-#[test]
-fn one_next_hop_is_named_only_when_it_is_everyones() {
-    use crate::route::Resolved::{Blackhole, Forward, NoRoute};
-    assert_eq!(one_hop(&[]), None);
-    assert_eq!(one_hop(&[Forward(3)]), Some(3));
-    assert_eq!(one_hop(&[Forward(3); 32]), Some(3));
-    assert_eq!(one_hop(&[Forward(3), Forward(3), Forward(4)]), None);
-    assert_eq!(one_hop(&[Forward(3), Blackhole]), None);
-    assert_eq!(one_hop(&[NoRoute, NoRoute]), None);
-    let mut mixed = [Forward(7); 32];
-    mixed[31] = Forward(8);
-    assert_eq!(one_hop(&mixed), None);
 }
 
 #[test]
