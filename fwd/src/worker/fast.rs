@@ -164,13 +164,13 @@ impl Pipeline<'_> {
             pkts.prefetch(i);
         }
         if CUTOFF == Cutoff::Rx {
-            return self.cut(s, rest, rest);
+            return self.cut(pkts, s, rest, rest);
         }
         // The candidates by family, in burst order; with rules loaded, the
         // key of each (the IPv4 ones', then the IPv6 ones').
         let (mut n4, mut n6) = recognise::<P, RULES>(pkts, s, n, self.in_port as u16);
         if CUTOFF == Cutoff::Parse {
-            return self.cut(s, listed(s, n4, n6), rest);
+            return self.cut(pkts, s, listed(s, n4, n6), rest);
         }
         // The first match of each candidate that goes on, in its list's
         // order: IPv4 ones from 0, IPv6 ones from `n4` as recognised (None:
@@ -191,7 +191,7 @@ impl Pipeline<'_> {
             }
         }
         if CUTOFF == Cutoff::Classify {
-            return self.cut(s, listed(s, n4, n6), rest);
+            return self.cut(pkts, s, listed(s, n4, n6), rest);
         }
         // Per family, the next hop when every candidate found the same.
         let vrf = t.port_vrf(self.in_port);
@@ -216,7 +216,7 @@ impl Pipeline<'_> {
             let m = found.fold(0, |m, (&i, r)| {
                 m | Mask::from(matches!(r, Resolved::Forward(_))) << i
             });
-            return self.cut(s, m, rest);
+            return self.cut(pkts, s, m, rest);
         }
         let mut out = Forwarded {
             rest,
@@ -268,16 +268,17 @@ impl Pipeline<'_> {
     /// (a subset of `rest`) go to port `in_port ^ 1` unchanged; the rest
     /// of `rest` is left to the general stages.
     #[inline(always)]
-    fn cut(&self, s: &mut Scratch, m: Mask, rest: Mask) -> Left {
+    fn cut<P: Packets>(&self, pkts: &P, s: &mut Scratch, m: Mask, rest: Mask) -> Left {
         let port = (self.in_port ^ 1) as u16;
+        let mut bytes = 0;
         for i in Bits(m) {
             s.verdict[i] = Verdict::Tx(port);
+            bytes += u64::from(pkts.wire_len(i));
         }
         let rest = rest & !m;
-        // (No byte count: a cutoff build's port counters are not read.)
         Left {
             rest,
-            whole: (rest == 0 && m != 0).then_some(Whole { port, bytes: 0 }),
+            whole: (rest == 0 && m != 0).then_some(Whole { port, bytes }),
         }
     }
 }
