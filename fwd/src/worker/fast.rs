@@ -225,9 +225,11 @@ impl Pipeline<'_> {
             run: HitRun::default(),
             cached: (u32::MAX, None),
             unwritten: [(0, 0); 2],
-            bytes: 0,
             trimmed: 0,
         };
+        // The received bytes counted so far: what `forward` adds to them is
+        // the bytes of the packets it forwards.
+        let rx_before = tally.rx_bytes;
         let (v4, v6) = (
             (&s.v4_idx[..n4], &s.v4_out[..n4], &found[..n4]),
             (&s.v6_idx[..n6], &s.v6_out[..n6], &found[at6..at6 + n6]),
@@ -247,7 +249,7 @@ impl Pipeline<'_> {
         let whole = match out.to {
             Some(port) if out.rest == 0 && !out.mixed => Some(Whole {
                 port,
-                bytes: out.bytes - out.trimmed,
+                bytes: tally.rx_bytes - rx_before - out.trimmed,
             }),
             _ => None,
         };
@@ -413,7 +415,6 @@ impl Step<'_, '_> {
             }
         }
         self.tally.rx_bytes += bytes;
-        self.out.bytes += bytes;
         self.out.rest &= !done;
     }
 
@@ -527,10 +528,9 @@ struct Forwarded {
     /// loop and their port: their verdicts, to be written unless the burst
     /// goes whole.
     unwritten: [(Mask, u16); 2],
-    /// The bytes of the packets forwarded, as received, and how many of
-    /// them were trimmed off (Ethernet padding, rare): the difference is
-    /// what goes out.
-    bytes: u64,
+    /// The bytes trimmed off the packets forwarded (Ethernet padding,
+    /// rare): their received bytes (in the tally) less these are what goes
+    /// out.
     trimmed: u64,
 }
 
